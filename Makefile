@@ -1,0 +1,130 @@
+# Makefile — builds the course, one stage per lesson.
+#
+# This file is the one place that says which files belong to which lesson.
+# Stage N (`make lessonN`) is compiled from the files of lessons 1..N only, into
+# build/lessonN/; a check after each build proves no stage includes a header of
+# a later lesson. `make help` lists the targets.
+
+ifneq ($(shell uname -s)-$(shell uname -m),Linux-x86_64)
+$(error This course runs only on x86-64 Linux (this is $(shell uname -s) on $(shell uname -m)): its context switch is x86-64 assembly)
+endif
+
+# ---- What each lesson adds ------------------------------------------------------------------
+LESSONS := 1 2
+
+LIB_1   := asm/switch_context.S asm/context_trampoline.S src/context.cpp src/stack.cpp src/fatal.cpp
+HDRS_1  := include/fib/context_layout.h include/fib/context.hpp include/fib/stack.hpp \
+           include/fib/sanitizer.hpp include/fib/fatal.hpp
+DEMO_1  := lessons/01-context-switch/main.cpp
+TESTS_1 := tests/L01_switch_test.cpp tests/L01_probes.S tests/L01_stack_test.cpp
+
+LIB_2   := src/fiber_record.cpp src/stack_pool.cpp src/overflow_guard.cpp src/fiber_manager.cpp \
+           src/fiber_lifecycle.cpp src/fiber.cpp
+HDRS_2  := include/fib/intrusive_list.hpp include/fib/exception_state.hpp \
+           include/fib/fiber_record.hpp include/fib/stack_pool.hpp include/fib/overflow_guard.hpp \
+           include/fib/fiber_manager.hpp include/fib/fiber.hpp
+DEMO_2  := lessons/02-fibers/main.cpp
+TESTS_2 := tests/L02_manager_test.cpp tests/L02_exceptions_test.cpp tests/L02_misuse_test.cpp
+
+LAST_LESSON := $(lastword $(LESSONS))
+
+# ---- Tools and flags ------------------------------------------------------------------------
+CXX      := g++
+CXXFLAGS := -std=c++20 -O2 -g -Wall -Wextra -Werror -fstack-clash-protection
+CPPFLAGS := -Iinclude -MMD -MP
+LDFLAGS  :=
+LDLIBS   := -lpthread
+
+# SAN=1: AddressSanitizer + UndefinedBehaviorSanitizer, in a build tree of its own.
+ifeq ($(SAN),1)
+OUT      := build/san
+CXXFLAGS += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS  += -fsanitize=address,undefined
+else
+OUT      := build
+endif
+
+# GoogleTest, from Debian's libgtest-dev; only the tests need it.
+GTEST_HEADER := $(firstword $(wildcard /usr/include/gtest/gtest.h /usr/local/include/gtest/gtest.h))
+GTEST_LIBS   := -lgtest
+
+# ---- Helpers: "lessons 1..N" ----------------------------------------------------------------
+upto = $(wordlist 1,$(1),$(LESSONS))
+collect = $(foreach n,$(call upto,$(1)),$($(2)_$(n)))
+objects = $(addprefix $(OUT)/lesson$(1)/obj/,$(addsuffix .o,$(basename $(2))))
+
+.PHONY: all help run test check-stack gtest-check clean
+all: $(addprefix lesson,$(LESSONS))
+
+# ---- One stage: library, demo, tests, layer check -------------------------------------------
+define STAGE
+LIB_OBJS_$(1)  := $(call objects,$(1),$(call collect,$(1),LIB))
+DEMO_OBJS_$(1) := $(call objects,$(1),$(DEMO_$(1)))
+TEST_OBJS_$(1) := $(call objects,$(1),tests/main.cpp $(call collect,$(1),TESTS))
+
+$(OUT)/lesson$(1)/obj/%.o: %.cpp
+	@mkdir -p $$(@D)
+	$$(CXX) $$(CPPFLAGS) $$(CXXFLAGS) -c $$< -o $$@
+
+$(OUT)/lesson$(1)/obj/%.o: %.S
+	@mkdir -p $$(@D)
+	$$(CXX) $$(CPPFLAGS) $$(CXXFLAGS) -c $$< -o $$@
+
+$(OUT)/lesson$(1)/libfib.a: $$(LIB_OBJS_$(1))
+	rm -f $$@ && ar rcs $$@ $$^
+
+$(OUT)/lesson$(1)/demo: $$(DEMO_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a
+	$$(CXX) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@
+
+$(OUT)/lesson$(1)/tests: $$(TEST_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a
+	$$(CXX) $$(LDFLAGS) $$^ $$(GTEST_LIBS) $$(LDLIBS) -o $$@
+
+# Stage N must not include a header that a later lesson adds.
+$(OUT)/lesson$(1)/layers.ok: $$(LIB_OBJS_$(1)) $$(DEMO_OBJS_$(1))
+	@scripts/check-layers.sh $(1) "$(call collect,$(1),HDRS)" $$(^:.o=.d)
+	@touch $$@
+
+.PHONY: lesson$(1) run-lesson$(1) test-lesson$(1)
+lesson$(1): $(OUT)/lesson$(1)/demo $(OUT)/lesson$(1)/layers.ok
+
+run-lesson$(1): lesson$(1)
+	$(OUT)/lesson$(1)/demo
+
+test-lesson$(1): gtest-check lesson$(1) $(OUT)/lesson$(1)/tests
+	$(OUT)/lesson$(1)/tests
+
+-include $$(LIB_OBJS_$(1):.o=.d) $$(DEMO_OBJS_$(1):.o=.d) $$(TEST_OBJS_$(1):.o=.d)
+endef
+$(foreach n,$(LESSONS),$(eval $(call STAGE,$(n))))
+
+# ---- Top-level targets ----------------------------------------------------------------------
+# `make test` proves every stage on its own (stage N runs the tests of lessons
+# 1..N), then checks that no binary got an executable stack.
+test: $(addprefix test-lesson,$(LESSONS))
+	@$(MAKE) --no-print-directory check-stack
+
+check-stack: all
+	@scripts/check-gnu-stack.sh $(wildcard $(OUT)/lesson*/demo $(OUT)/lesson*/tests)
+
+# The course's main demo: until the echo server arrives (lesson 4), the latest lesson's demo.
+run: run-lesson$(LAST_LESSON)
+
+gtest-check:
+ifeq ($(GTEST_HEADER),)
+	@echo "GoogleTest is missing. Install it with:  sudo apt-get install -y libgtest-dev" >&2
+	@exit 1
+endif
+
+clean:
+	rm -rf build
+
+help:
+	@echo "make                 build every stage and demo (build/lessonN/)"
+	@echo "make lessonN         build stage N from lessons 1..N only (N = $(LESSONS))"
+	@echo "make run-lessonN     run stage N's demo"
+	@echo "make run             run the course's main demo (now: lesson $(LAST_LESSON)'s)"
+	@echo "make test            run every test of every stage, then check-stack"
+	@echo "make test-lessonN    run the tests of lessons 1..N against stage N"
+	@echo "make SAN=1 test      the same tests under AddressSanitizer + UBSan (build/san/)"
+	@echo "make check-stack     check that no built binary has an executable stack"
+	@echo "make clean           remove build/"

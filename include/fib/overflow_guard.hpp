@@ -1,0 +1,31 @@
+// overflow_guard.hpp — lesson 2: turning a fiber's stack overflow into a clear message.
+//
+// A fiber that overflows its stack touches the PROT_NONE guard page below it and
+// gets SIGSEGV. The handler cannot run on the overflowed stack (it is full), so
+// it runs on an alternate signal stack (sigaltstack). If the fault address is in
+// the running fiber's guard page, it prints
+//   fib: fatal: stack overflow in fiber 3 (parser): its stack is 65536 bytes ...
+// and aborts. Any other fault is handed back to the handler that was there
+// before (the default one, or a sanitizer's), so real crashes stay real.
+#pragma once
+
+#include <signal.h>
+
+#include <cstddef>
+
+namespace fib {
+
+class OverflowGuard {
+public:
+    OverflowGuard();   // alternate stack for this thread; handler for the process
+    ~OverflowGuard();  // restores this thread's previous alternate stack
+    OverflowGuard(const OverflowGuard&) = delete;
+    OverflowGuard& operator=(const OverflowGuard&) = delete;
+
+private:
+    void* alt_stack_ = nullptr;
+    std::size_t alt_stack_size_ = 0;
+    stack_t previous_{};
+};
+
+}  // namespace fib

@@ -1,0 +1,46 @@
+// stack.hpp — lesson 1: a stack for a context, mmap'ed with a guard page below it.
+//
+//   high addresses   +------------------+  <- top()
+//                    |  usable stack    |  grows down
+//                    |  (size() bytes)  |
+//                    +------------------+  <- bottom()
+//                    |  guard page      |  PROT_NONE: touching it is SIGSEGV
+//   low addresses    +------------------+  <- the mapping starts here
+//
+// Pages are only backed by memory once touched, so a 64 KiB stack that uses
+// 2 KiB costs one or two pages of RAM. Owns its mapping (RAII, move-only).
+#pragma once
+
+#include <cstddef>
+
+namespace fib {
+
+class Stack {
+public:
+    static constexpr std::size_t kDefaultSize = 64 * 1024;
+
+    Stack() = default;  // no stack; only good to be moved into
+    // Maps `usable_size` bytes (rounded up to whole pages) plus one guard page.
+    // Throws std::system_error if the kernel refuses the mapping.
+    explicit Stack(std::size_t usable_size);
+    ~Stack();
+
+    Stack(Stack&& other) noexcept;
+    Stack& operator=(Stack&& other) noexcept;
+    Stack(const Stack&) = delete;
+    Stack& operator=(const Stack&) = delete;
+
+    void* top() const;     // one past the highest usable byte
+    void* bottom() const;  // lowest usable byte, just above the guard page
+    std::size_t size() const { return size_; }  // usable bytes
+    bool guard_contains(const void* address) const;
+    explicit operator bool() const { return mapping_ != nullptr; }
+
+private:
+    void* mapping_ = nullptr;  // guard page first, then the usable bytes
+    std::size_t size_ = 0;
+};
+
+std::size_t page_size();
+
+}  // namespace fib
