@@ -36,12 +36,13 @@ LDFLAGS  :=
 LDLIBS   := -lpthread
 
 # SAN=1: AddressSanitizer + UndefinedBehaviorSanitizer, in a build tree of its own.
+BUILD_DIR ?= build
 ifeq ($(SAN),1)
-OUT      := build/san
+OUT      := $(BUILD_DIR)/san
 CXXFLAGS += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS  += -fsanitize=address,undefined
 else
-OUT      := build
+OUT      := $(BUILD_DIR)
 endif
 
 # GoogleTest, from Debian's libgtest-dev; only the tests need it.
