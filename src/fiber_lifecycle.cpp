@@ -73,6 +73,8 @@ void FiberManager::detach(FiberRecord* fiber) {
     release(fiber);
 }
 
+void FiberManager::abandon(FiberRecord* fiber) { release(fiber); }
+
 // The record sits on the stack it describes: move the stack out, end the
 // record's life, then pool the stack.
 void FiberManager::release(FiberRecord* fiber) {

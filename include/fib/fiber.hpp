@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <new>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -51,14 +52,17 @@ private:
     enum class Status : std::uint8_t { Empty, Joinable, Joined, Detached };
 
     // Runs the callable stored at `body` once, on the fiber's stack, and ends
-    // its life whether it returns or throws.
+    // its life (destroying the function and its arguments) whether it returns
+    // or throws.
     template <class Body>
-    static void run_body(void* body) {
+    static void run_body(void* storage) {
         struct Destroy {
             Body* body;
             ~Destroy() { body->~Body(); }
-        } destroy{static_cast<Body*>(body)};
-        (*destroy.body)();
+        } destroy{static_cast<Body*>(storage)};
+        std::apply([](auto& function, auto&... args) {
+            std::invoke(std::move(function), std::move(args)...);
+        }, *destroy.body);
     }
 
     FiberManager& manager_for(const char* operation) const;
@@ -73,15 +77,17 @@ template <class Function, class... Args>
 Fiber::Fiber(const FiberOptions& options, Function&& function, Args&&... args) {
     FiberManager* manager = FiberManager::current();
     if (!manager) fatal("a Fiber was created on a thread with no FiberManager; create one first");
-    // Decay-copy the function and its arguments into one callable, as
-    // std::thread does: the fiber owns them and may outlive the caller's frame.
-    auto body = [function = std::forward<Function>(function),
-                 ... args = std::forward<Args>(args)]() mutable {
-        std::invoke(std::move(function), std::move(args)...);
-    };
-    using Body = decltype(body);
+    // Decay-copy the function and its arguments onto the fiber's own stack, as
+    // std::thread copies them into the new thread: the fiber owns them and may
+    // outlive the caller's frame.
+    using Body = std::tuple<std::decay_t<Function>, std::decay_t<Args>...>;
     FiberRecord* fiber = manager->create_fiber(options, sizeof(Body), alignof(Body));
-    new (fiber->body) Body(std::move(body));
+    try {
+        new (fiber->body) Body(std::forward<Function>(function), std::forward<Args>(args)...);
+    } catch (...) {
+        manager->abandon(fiber);
+        throw;
+    }
     fiber->run_body = &run_body<Body>;
     manager->start(fiber);
     record_ = fiber;

@@ -70,6 +70,7 @@ public:
     void start(FiberRecord* fiber);   // queue it; it runs when its turn comes
     void join(FiberRecord* fiber);    // wait for it, release it, rethrow its exception
     void detach(FiberRecord* fiber);  // release it when it finishes
+    void abandon(FiberRecord* fiber); // release a created fiber that will never start
 
     // Prints every blocked fiber and what it waits for, then stops the program.
     [[noreturn]] void report_deadlock();

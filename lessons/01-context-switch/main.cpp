@@ -5,6 +5,7 @@
 // into its own stack that code is running, so you can see the stacks alternate.
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 
 #include "fib/context.hpp"
 #include "fib/sanitizer.hpp"
@@ -15,31 +16,45 @@ namespace {
 constexpr int kTurns = 3;
 
 // One participant: its saved context, its stack (main's is the thread's own),
-// and ASan's bookkeeping for it.
+// and what AddressSanitizer needs to know about it.
 struct Player {
     const char* name;
+    const char* stack_name;
     fib::Context context;
     fib::Stack stack;
-    void* fake_stack = nullptr;  // used only under AddressSanitizer
+    void* fake_stack = nullptr;            // these three are used only under ASan;
+    const void* stack_bottom = nullptr;    // main's bounds are learned when main
+    std::size_t stack_size = 0;            // is first left (see arrive)
 };
 
-Player main_player{"main", {}, {}};
-Player ping{"ping", {}, fib::Stack(fib::Stack::kDefaultSize)};
-Player pong{"pong", {}, fib::Stack(fib::Stack::kDefaultSize)};
+Player main_player{"main", "the thread's own stack", {}, {}};
+Player ping{"ping", "ping's stack", {}, fib::Stack(fib::Stack::kDefaultSize)};
+Player pong{"pong", "pong's stack", {}, fib::Stack(fib::Stack::kDefaultSize)};
+Player* came_from = nullptr;  // the player that made the latest switch
 
-// Switch from one player to another, telling AddressSanitizer (a no-op in a
-// normal build). `to` finishes the handshake when it resumes.
-void switch_to(Player& from, Player& to) {
-    fib::sanitizer::start_switch(&from.fake_stack, to.stack ? to.stack.bottom() : nullptr,
-                                 to.stack.size());
-    switch_context(&from.context, &to.context, reinterpret_cast<std::uintptr_t>(&to));
-    fib::sanitizer::finish_switch(from.fake_stack, nullptr, nullptr);
+// First thing after landing on a stack: finish ASan's hand-over, which also
+// reports the bounds of the stack we came from. A no-op in a normal build.
+void arrive(Player& self) {
+    fib::sanitizer::finish_switch(self.fake_stack, &came_from->stack_bottom,
+                                  &came_from->stack_size);
 }
 
-// How far below the top of its stack the caller is running, in bytes.
-long depth(const Player& player) {
-    char here;
-    return static_cast<char*>(player.stack.top()) - &here;
+// Switch from one player to another, telling ASan where we are going.
+void switch_to(Player& from, Player& to) {
+    came_from = &from;
+    fib::sanitizer::start_switch(&from.fake_stack, to.stack_bottom, to.stack_size);
+    switch_context(&from.context, &to.context, reinterpret_cast<std::uintptr_t>(&to));
+    arrive(from);
+}
+
+// Which stack an address lies on: this is how the demo shows, rather than
+// claims, that each player runs on a stack of its own.
+const char* stack_of(const void* address) {
+    for (const Player* player : {&ping, &pong}) {
+        if (address >= player->stack.bottom() && address < player->stack.top())
+            return player->stack_name;
+    }
+    return main_player.stack_name;
 }
 
 // The entry function of both ping and pong: `arg` is the Player itself,
@@ -47,11 +62,11 @@ long depth(const Player& player) {
 // back to main for good.
 void play(std::uintptr_t arg) {
     Player& self = *reinterpret_cast<Player*>(arg);
-    fib::sanitizer::finish_switch(nullptr, nullptr, nullptr);
+    arrive(self);
     Player& other = (&self == &ping) ? pong : ping;
     for (int turn = 1; turn <= kTurns; ++turn) {
-        std::printf("%s: turn %d, on its own stack, %ld bytes below the top\n", self.name, turn,
-                    depth(self));
+        char local;  // lives in this frame, on whatever stack we run on
+        std::printf("%s: turn %d, running on %s\n", self.name, turn, stack_of(&local));
         switch_to(self, &self == &pong && turn == kTurns ? main_player : other);
     }
     // Never reached: after its last turn pong switches to main, and main never
@@ -61,11 +76,15 @@ void play(std::uintptr_t arg) {
 }  // namespace
 
 int main() {
-    fib::prepare_context(ping.context, ping.stack.top(), play);
-    fib::prepare_context(pong.context, pong.stack.top(), play);
-    std::printf("main: two stacks of %zu bytes, each with a guard page; switching to ping\n",
-                ping.stack.size());
+    for (Player* player : {&ping, &pong}) {
+        fib::prepare_context(player->context, player->stack.top(), play);
+        player->stack_bottom = player->stack.bottom();
+        player->stack_size = player->stack.size();
+    }
+    char local;
+    std::printf("main: running on %s; ping and pong have %zu bytes each\n",
+                stack_of(&local), ping.stack.size());
     switch_to(main_player, ping);
-    std::printf("main: back on the thread's own stack after %d turns each\n", kTurns);
+    std::printf("main: back on %s after %d turns each\n", stack_of(&local), kTurns);
     return 0;
 }
