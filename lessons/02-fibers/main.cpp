@@ -45,6 +45,9 @@ int main() {
     Mailbox box;
     fib::Fiber producer({.name = "producer"}, produce, std::ref(box), 5);
     fib::Fiber consumer({.name = "consumer"}, consume, std::ref(box));
+    std::printf("main      spawned producer (fiber %llu) and consumer (fiber %llu); joining\n",
+                static_cast<unsigned long long>(producer.id()),
+                static_cast<unsigned long long>(consumer.id()));
     producer.join();  // main blocks here; producer and consumer run
     consumer.join();
 
