@@ -16,7 +16,8 @@ LIB_1   := asm/switch_context.S asm/context_trampoline.S src/context.cpp src/sta
 HDRS_1  := include/fib/context_layout.h include/fib/context.hpp include/fib/stack.hpp \
            include/fib/sanitizer.hpp include/fib/fatal.hpp
 DEMO_1  := lessons/01-context-switch/main.cpp
-TESTS_1 := tests/L01_switch_test.cpp tests/L01_probes.S tests/L01_stack_test.cpp
+TESTS_1 := tests/L01_switch_test.cpp tests/L01_fp_control_test.cpp tests/L01_probes.S \
+           tests/L01_stack_test.cpp
 
 LIB_2   := src/fiber_record.cpp src/stack_pool.cpp src/overflow_guard.cpp src/fiber_manager.cpp \
            src/fiber_lifecycle.cpp src/fiber.cpp

@@ -1,0 +1,189 @@
+// L01_stack_test.cpp — lesson 1: a Stack is whole pages, guarded below, owned once, usable.
+//
+// Lesson 1 has no stack-overflow handler (lesson 2 adds one), so touching the
+// guard page here must end the process with a plain SIGSEGV.
+#include <gtest/gtest.h>
+#include <sanitizer/asan_interface.h>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#include "fib/context.hpp"
+#include "fib/sanitizer.hpp"
+#include "fib/stack.hpp"
+
+namespace {
+
+char* as_bytes(void* address) { return static_cast<char*>(address); }
+
+// Whether the kernel has a mapping at `address` (any protection): msync says ENOMEM if not.
+bool is_mapped(void* address) {
+    const auto page = reinterpret_cast<std::uintptr_t>(address) & ~(fib::page_size() - 1);
+    return msync(reinterpret_cast<void*>(page), 1, MS_ASYNC) == 0 || errno != ENOMEM;
+}
+
+TEST(L01_Stack, UsableSizeIsRoundedUpToWholePages) {
+    const std::size_t page = fib::page_size();
+    EXPECT_EQ(fib::Stack(1).size(), page);
+    EXPECT_EQ(fib::Stack(page).size(), page);
+    EXPECT_EQ(fib::Stack(page + 1).size(), 2 * page);
+    EXPECT_EQ(fib::Stack(fib::Stack::kDefaultSize).size() % page, 0u);
+    EXPECT_GE(fib::Stack(fib::Stack::kDefaultSize).size(), fib::Stack::kDefaultSize);
+}
+
+TEST(L01_Stack, TopMinusBottomIsTheSizeAndBothArePageAligned) {
+    const fib::Stack stack(3 * fib::page_size() + 100);
+    const auto top = reinterpret_cast<std::uintptr_t>(stack.top());
+    const auto bottom = reinterpret_cast<std::uintptr_t>(stack.bottom());
+    EXPECT_EQ(top - bottom, stack.size());
+    EXPECT_EQ(top % 16, 0u);
+    EXPECT_EQ(top % fib::page_size(), 0u);
+    EXPECT_EQ(bottom % fib::page_size(), 0u);
+}
+
+TEST(L01_Stack, GuardIsExactlyThePageJustBelowBottom) {
+    const fib::Stack stack(fib::Stack::kDefaultSize);
+    char* const bottom = as_bytes(stack.bottom());
+    const std::size_t page = fib::page_size();
+    EXPECT_TRUE(stack.guard_contains(bottom - 1));
+    EXPECT_TRUE(stack.guard_contains(bottom - page));
+    EXPECT_FALSE(stack.guard_contains(bottom - page - 1));
+    EXPECT_FALSE(stack.guard_contains(bottom));
+    EXPECT_FALSE(stack.guard_contains(as_bytes(stack.top()) - 1));
+    // An empty Stack guards nothing.
+    EXPECT_FALSE(fib::Stack().guard_contains(bottom - 1));
+}
+
+// Under ASan the sanitizer's own SIGSEGV handler would report and exit(1); the
+// default action restores what a lesson-1 program does: die by the signal.
+void write_with_default_sigsegv(char* address) {
+    std::signal(SIGSEGV, SIG_DFL);
+    *reinterpret_cast<volatile char*>(address) = 1;
+}
+
+TEST(L01_StackDeathTest, WritingIntoTheGuardPageIsKilledBySigsegv) {
+    const fib::Stack stack(fib::Stack::kDefaultSize);
+    char* const bottom = as_bytes(stack.bottom());
+    EXPECT_EXIT(write_with_default_sigsegv(bottom - 1), testing::KilledBySignal(SIGSEGV), "");
+    EXPECT_EXIT(write_with_default_sigsegv(bottom - fib::page_size()),
+                testing::KilledBySignal(SIGSEGV), "");
+}
+
+TEST(L01_Stack, EveryUsableByteCanBeWrittenAndReadBack) {
+    const fib::Stack stack(fib::Stack::kDefaultSize);
+    auto* const bytes = static_cast<unsigned char*>(stack.bottom());
+    // 251 is prime, so no page repeats the pattern at the same offsets.
+    for (std::size_t i = 0; i < stack.size(); ++i) bytes[i] = static_cast<unsigned char>(i % 251);
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < stack.size(); ++i) wrong += bytes[i] != i % 251;
+    EXPECT_EQ(wrong, 0u);
+}
+
+TEST(L01_Stack, MoveConstructionTransfersTheMapping) {
+    fib::Stack from(fib::Stack::kDefaultSize);
+    void* const bottom = from.bottom();
+    const std::size_t size = from.size();
+    fib::Stack to(std::move(from));
+    EXPECT_FALSE(from);
+    EXPECT_EQ(from.size(), 0u);
+    ASSERT_TRUE(to);
+    EXPECT_EQ(to.bottom(), bottom);
+    EXPECT_EQ(to.size(), size);
+    EXPECT_TRUE(to.guard_contains(as_bytes(bottom) - 1));
+}
+
+TEST(L01_Stack, MoveAssignmentTransfersTheMappingAndUnmapsTheOldOne) {
+    fib::Stack from(fib::Stack::kDefaultSize);
+    fib::Stack to(fib::page_size());
+    void* const moved_bottom = from.bottom();
+    void* const old_bottom = to.bottom();
+    to = std::move(from);
+    EXPECT_FALSE(is_mapped(old_bottom));
+    EXPECT_FALSE(from);
+    EXPECT_EQ(from.size(), 0u);
+    EXPECT_EQ(to.bottom(), moved_bottom);
+    EXPECT_EQ(to.size(), fib::Stack::kDefaultSize);
+    // Assigning a Stack to itself keeps it.
+    fib::Stack& same = to;
+    to = std::move(same);
+    EXPECT_EQ(to.bottom(), moved_bottom);
+}
+
+TEST(L01_Stack, DestructorUnmapsTheUsablePagesAndTheGuard) {
+    void* bottom = nullptr;
+    {
+        const fib::Stack stack(fib::Stack::kDefaultSize);
+        bottom = stack.bottom();
+        ASSERT_TRUE(is_mapped(bottom));
+        ASSERT_TRUE(is_mapped(as_bytes(bottom) - 1));
+    }
+    EXPECT_FALSE(is_mapped(bottom));
+    EXPECT_FALSE(is_mapped(as_bytes(bottom) - 1));
+}
+
+// ---- A context that uses most of its Stack ----------------------------------------------
+
+constexpr std::size_t kFrameBytes = 1024;
+
+// A context that recurses until three quarters of its stack are in use, then
+// switches back. Every frame fills a buffer and checks it again on the way out,
+// so frames that overlapped or were overwritten would show.
+struct DeepRun {
+    fib::Context main;
+    fib::Context deep;
+    fib::Stack stack{fib::Stack::kDefaultSize};
+    const void* main_stack_bottom = nullptr;
+    std::size_t main_stack_size = 0;
+    void* main_fake_stack = nullptr;
+    int depth_reached = 0;
+    int intact_frames = 0;
+    std::size_t bytes_used = 0;
+
+    static int recurse(DeepRun& run, int depth) {
+        volatile char buffer[kFrameBytes];
+        for (auto& byte : buffer) byte = static_cast<char>(depth);
+        // The real frame, even where ASan moves `buffer` to a fake stack.
+        const char* const frame = static_cast<char*>(__builtin_frame_address(0));
+        const std::size_t used = static_cast<std::size_t>(as_bytes(run.stack.top()) - frame);
+        const int max_depth = static_cast<int>(run.stack.size() / kFrameBytes);
+        int intact_below = 0;
+        if (used < run.stack.size() / 4 * 3 && depth < max_depth) {
+            intact_below = recurse(run, depth + 1);
+        } else {
+            run.depth_reached = depth;
+            run.bytes_used = used;
+        }
+        bool intact = true;
+        for (auto& byte : buffer) intact = intact && byte == static_cast<char>(depth);
+        return intact_below + (intact ? 1 : 0);
+    }
+
+    static void entry(std::uintptr_t arg) {
+        auto& run = *reinterpret_cast<DeepRun*>(arg);
+        fib::sanitizer::finish_switch(nullptr, &run.main_stack_bottom, &run.main_stack_size);
+        run.intact_frames = recurse(run, 1);
+        fib::sanitizer::start_switch(nullptr, run.main_stack_bottom, run.main_stack_size);
+        fib::switch_context(&run.deep, &run.main, 0);
+    }
+
+    // Frames abandoned on the stack may still be poisoned for ASan (no-op without it).
+    ~DeepRun() { ASAN_UNPOISON_MEMORY_REGION(stack.bottom(), stack.size()); }
+};
+
+TEST(L01_Stack, AContextCanUseThreeQuartersOfItsStackAndSwitchBack) {
+    DeepRun run;
+    fib::prepare_context(run.deep, run.stack.top(), DeepRun::entry);
+    fib::sanitizer::start_switch(&run.main_fake_stack, run.stack.bottom(), run.stack.size());
+    fib::switch_context(&run.main, &run.deep, reinterpret_cast<std::uintptr_t>(&run));
+    fib::sanitizer::finish_switch(run.main_fake_stack, nullptr, nullptr);
+    EXPECT_GE(run.bytes_used, run.stack.size() / 4 * 3);
+    EXPECT_LT(run.bytes_used, run.stack.size());
+    EXPECT_GT(run.depth_reached, 1);
+    EXPECT_EQ(run.intact_frames, run.depth_reached);
+}
+
+}  // namespace
