@@ -52,7 +52,7 @@ void on_segv(int signal, siginfo_t* info, void* ucontext) {
         }
         message.add(": its stack is ");
         message.add_number(fiber->stack.size(), 10);
-        message.add(" bytes; the write at 0x");
+        message.add(" bytes; the access at 0x");
         message.add_number(reinterpret_cast<std::uintptr_t>(info->si_addr), 16);
         message.add(" hit the guard page below it\n");
         [[maybe_unused]] ssize_t written = write(STDERR_FILENO, message.text, message.length);

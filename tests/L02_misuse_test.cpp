@@ -167,13 +167,13 @@ TEST(L02_MisuseDeathTest, DeadlockReportsEveryBlockedFiber) {
 TEST(L02_MisuseDeathTest, UnboundedRecursionReportsStackOverflowWithTheStackSize) {
     EXPECT_DEATH(overflow_a_fiber_stack(),
                  "fib: fatal: stack overflow in fiber 1 \\(deep\\): its stack is 65536 bytes; "
-                 "the write at 0x[0-9a-f]+ hit the guard page below it");
+                 "the access at 0x[0-9a-f]+ hit the guard page below it");
 }
 
 TEST(L02_MisuseDeathTest, WriteIntoTheGuardPageReportsStackOverflow) {
     EXPECT_DEATH(write_into_the_guard_page(),
                  "fib: fatal: stack overflow in fiber 1 \\(scribbler\\): its stack is 131072 "
-                 "bytes; the write at 0x[0-9a-f]+ hit the guard page below it");
+                 "bytes; the access at 0x[0-9a-f]+ hit the guard page below it");
 }
 
 }  // namespace
