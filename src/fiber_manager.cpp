@@ -49,7 +49,9 @@ void FiberManager::switch_to(FiberRecord* next) {
     running_ = next;
     switched_from_ = self;
     ++switches_;
-    // A finished fiber never resumes: nullptr lets ASan drop its fake frames.
+    // A finished fiber never resumes: nullptr lets ASan drop its fake frames at
+    // once, so from here on nothing may touch an address-taken local of self's
+    // (this function and exit_running have none).
     const bool finished = self->state == FiberState::Finished;
     sanitizer::start_switch(finished ? nullptr : &self->asan_fake_stack, next->asan_stack_bottom,
                             next->asan_stack_size);
