@@ -25,7 +25,8 @@ HDRS_2  := include/fib/intrusive_list.hpp include/fib/exception_state.hpp \
            include/fib/fiber_record.hpp include/fib/stack_pool.hpp include/fib/overflow_guard.hpp \
            include/fib/fiber_manager.hpp include/fib/fiber.hpp
 DEMO_2  := lessons/02-fibers/main.cpp
-TESTS_2 := tests/L02_manager_test.cpp tests/L02_exceptions_test.cpp tests/L02_misuse_test.cpp
+TESTS_2 := tests/L02_manager_test.cpp tests/L02_exceptions_test.cpp tests/L02_misuse_test.cpp \
+           tests/L02_sanitizer_test.cpp
 
 LAST_LESSON := $(lastword $(LESSONS))
 
