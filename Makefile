@@ -58,7 +58,7 @@ upto = $(wordlist 1,$(1),$(LESSONS))
 collect = $(foreach n,$(call upto,$(1)),$($(2)_$(n)))
 objects = $(addprefix $(OUT)/lesson$(1)/obj/,$(addsuffix .o,$(basename $(2))))
 
-.PHONY: all help run test check-stack gtest-check clean print-lessons
+.PHONY: all help run test check-stack check-backtrace gtest-check clean print-lessons
 all: $(addprefix lesson,$(LESSONS))
 
 # ---- One stage: library, demo, tests, layer check -------------------------------------------
@@ -111,6 +111,10 @@ test: $(addprefix test-lesson,$(LESSONS))
 check-stack: all
 	@scripts/check-gnu-stack.sh $(wildcard $(OUT)/lesson*/demo $(OUT)/lesson*/tests)
 
+# gdb's `bt` inside a fiber must end at context_trampoline (skipped without gdb).
+check-backtrace: lesson2
+	@scripts/check-gdb-backtrace.sh $(OUT)/lesson2/demo
+
 # The course's main demo: until the echo server arrives (lesson 4), the latest lesson's demo.
 run: run-lesson$(LAST_LESSON)
 
@@ -135,4 +139,5 @@ help:
 	@echo "make test-lessonN    run the tests of lessons 1..N against stage N"
 	@echo "make SAN=1 test      the same tests under AddressSanitizer + UBSan (build/san/)"
 	@echo "make check-stack     check that no built binary has an executable stack"
+	@echo "make check-backtrace check that gdb's bt inside a fiber ends at the trampoline"
 	@echo "make clean           remove build/"
