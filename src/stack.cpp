@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <string>
 #include <system_error>
-#include <utility>
 
 namespace fib {
 
@@ -36,33 +35,16 @@ Stack::Stack(std::size_t usable_size) {
         munmap(mapping, size_ + page);
         throw std::system_error(error, std::generic_category(), "mprotect of a stack guard page");
     }
-    mapping_ = mapping;
+    bottom_ = static_cast<char*>(mapping) + page;
 }
 
 Stack::~Stack() {
-    if (mapping_) munmap(mapping_, size_ + page_size());
+    if (bottom_) munmap(bottom_ - page_size(), size_ + page_size());
 }
-
-Stack::Stack(Stack&& other) noexcept
-    : mapping_(std::exchange(other.mapping_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-
-Stack& Stack::operator=(Stack&& other) noexcept {
-    if (this != &other) {
-        Stack old(std::move(*this));
-        mapping_ = std::exchange(other.mapping_, nullptr);
-        size_ = std::exchange(other.size_, 0);
-    }
-    return *this;
-}
-
-void* Stack::bottom() const { return static_cast<char*>(mapping_) + page_size(); }
-
-void* Stack::top() const { return static_cast<char*>(bottom()) + size_; }
 
 bool Stack::guard_contains(const void* address) const {
-    const char* guard = static_cast<const char*>(mapping_);
     const char* byte = static_cast<const char*>(address);
-    return mapping_ && byte >= guard && byte < guard + page_size();
+    return bottom_ && byte >= bottom_ - page_size() && byte < bottom_;
 }
 
 }  // namespace fib

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <utility>
 
 namespace fib {
 
@@ -25,19 +26,27 @@ public:
     explicit Stack(std::size_t usable_size);
     ~Stack();
 
-    Stack(Stack&& other) noexcept;
-    Stack& operator=(Stack&& other) noexcept;
+    Stack(Stack&& other) noexcept
+        : bottom_(std::exchange(other.bottom_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+    Stack& operator=(Stack&& other) noexcept {
+        if (this != &other) {
+            Stack old(std::move(*this));  // our old mapping goes with `old`
+            bottom_ = std::exchange(other.bottom_, nullptr);
+            size_ = std::exchange(other.size_, 0);
+        }
+        return *this;
+    }
     Stack(const Stack&) = delete;
     Stack& operator=(const Stack&) = delete;
 
-    void* top() const;     // one past the highest usable byte
-    void* bottom() const;  // lowest usable byte, just above the guard page
-    std::size_t size() const { return size_; }  // usable bytes
+    void* top() const { return bottom_ + size_; }  // one past the highest usable byte
+    void* bottom() const { return bottom_; }       // lowest usable byte, above the guard
+    std::size_t size() const { return size_; }     // usable bytes
     bool guard_contains(const void* address) const;
-    explicit operator bool() const { return mapping_ != nullptr; }
+    explicit operator bool() const { return bottom_ != nullptr; }
 
 private:
-    void* mapping_ = nullptr;  // guard page first, then the usable bytes
+    char* bottom_ = nullptr;  // the mapping starts one guard page below
     std::size_t size_ = 0;
 };
 
