@@ -129,7 +129,9 @@ void FiberManager::exit_running() {
         wake(&main_);
     }
     switch_to(next_or_deadlock());
-    fatal("%s was resumed after it finished", label(*self).text);
+    // Unreachable: nobody queues a finished fiber, and a detached one's record
+    // is already gone, so the message must not read it.
+    fatal("a finished fiber was resumed");
 }
 
 void FiberManager::wait_for_all() {
