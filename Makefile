@@ -10,7 +10,7 @@ $(error This course runs only on x86-64 Linux (this is $(shell uname -s) on $(sh
 endif
 
 # ---- What each lesson adds ------------------------------------------------------------------
-LESSONS := 1 2
+LESSONS := 1 2 3 4
 
 LIB_1   := asm/switch_context.S asm/context_trampoline.S src/context.cpp src/stack.cpp src/fatal.cpp
 HDRS_1  := include/fib/context_layout.h include/fib/context.hpp include/fib/stack.hpp \
@@ -20,13 +20,31 @@ TESTS_1 := tests/L01_switch_test.cpp tests/L01_fp_control_test.cpp tests/L01_pro
            tests/L01_stack_test.cpp
 
 LIB_2   := src/fiber_record.cpp src/stack_pool.cpp src/overflow_guard.cpp src/fiber_manager.cpp \
-           src/fiber_lifecycle.cpp src/fiber.cpp
+           src/fiber_lifecycle.cpp src/fiber_join.cpp src/fiber.cpp
 HDRS_2  := include/fib/intrusive_list.hpp include/fib/exception_state.hpp \
            include/fib/fiber_record.hpp include/fib/stack_pool.hpp include/fib/overflow_guard.hpp \
            include/fib/fiber_manager.hpp include/fib/fiber.hpp
 DEMO_2  := lessons/02-fibers/main.cpp
 TESTS_2 := tests/L02_manager_test.cpp tests/L02_exceptions_test.cpp tests/L02_misuse_test.cpp \
            tests/L02_sanitizer_test.cpp
+
+# Lesson 3 rebuilds join() on a CondVar: from stage 3 on, its file replaces lesson 2's.
+LIB_3   := src/condvar.cpp src/fiber_join_condvar.cpp
+DROP_3  := src/fiber_join.cpp
+HDRS_3  := include/fib/condvar.hpp include/fib/channel.hpp
+DEMO_3  := lessons/03-condvar/main.cpp
+TESTS_3 := tests/L03_condvar_test.cpp tests/L03_channel_test.cpp tests/L03_misuse_test.cpp
+
+LIB_4   := src/waiter.cpp src/io.cpp src/tcp.cpp
+HDRS_4  := include/fib/waiter.hpp include/fib/io.hpp include/fib/tcp.hpp include/fib/unique_fd.hpp \
+           lessons/04-echo-server/echo_server.hpp
+# The echo server itself, shared by the demo, the echo_server program and the tests.
+ECHO_4  := lessons/04-echo-server/echo_server.cpp
+DEMO_4  := lessons/04-echo-server/main.cpp $(ECHO_4)
+TESTS_4 := tests/L04_waiter_test.cpp tests/L04_io_test.cpp tests/L04_echo_test.cpp $(ECHO_4)
+# Programs built with a stage, beside its demo: build/echo_server is the course's main demo.
+PROGRAMS_4            := echo_server
+SOURCES_echo_server   := lessons/04-echo-server/echo_main.cpp $(ECHO_4)
 
 LAST_LESSON := $(lastword $(LESSONS))
 
@@ -56,14 +74,23 @@ GTEST_LIBS   := -lgtest
 # ---- Helpers: "lessons 1..N" ----------------------------------------------------------------
 upto = $(wordlist 1,$(1),$(LESSONS))
 collect = $(foreach n,$(call upto,$(1)),$($(2)_$(n)))
+# The library of stage N: every LIB_ file of lessons 1..N, minus those a lesson DROPs.
+libsrcs = $(filter-out $(call collect,$(1),DROP),$(call collect,$(1),LIB))
 objects = $(addprefix $(OUT)/lesson$(1)/obj/,$(addsuffix .o,$(basename $(2))))
 
 .PHONY: all help run test check-stack check-backtrace gtest-check clean print-lessons
 all: $(addprefix lesson,$(LESSONS))
 
-# ---- One stage: library, demo, tests, layer check -------------------------------------------
+# ---- One stage: library, demo, programs, tests, layer check ---------------------------------
+# A program of stage N (build/<name>), linked with stage N's library.
+define PROGRAM
+PROGRAM_OBJS_$(1) += $(call objects,$(1),$(SOURCES_$(2)))
+$(OUT)/$(2): $(call objects,$(1),$(SOURCES_$(2))) $(OUT)/lesson$(1)/libfib.a
+	$$(CXX) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@
+endef
+
 define STAGE
-LIB_OBJS_$(1)  := $(call objects,$(1),$(call collect,$(1),LIB))
+LIB_OBJS_$(1)  := $(call objects,$(1),$(call libsrcs,$(1)))
 DEMO_OBJS_$(1) := $(call objects,$(1),$(DEMO_$(1)))
 TEST_OBJS_$(1) := $(call objects,$(1),tests/main.cpp $(call collect,$(1),TESTS))
 
@@ -84,13 +111,15 @@ $(OUT)/lesson$(1)/demo: $$(DEMO_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a
 $(OUT)/lesson$(1)/tests: $$(TEST_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a
 	$$(CXX) $$(LDFLAGS) $$^ $$(GTEST_LIBS) $$(LDLIBS) -o $$@
 
+$(foreach program,$(PROGRAMS_$(1)),$(call PROGRAM,$(1),$(program)))
+
 # Stage N must not include a header that a later lesson adds.
-$(OUT)/lesson$(1)/layers.ok: $$(LIB_OBJS_$(1)) $$(DEMO_OBJS_$(1))
+$(OUT)/lesson$(1)/layers.ok: $$(LIB_OBJS_$(1)) $$(DEMO_OBJS_$(1)) $$(PROGRAM_OBJS_$(1))
 	@scripts/check-layers.sh $(1) "$(call collect,$(1),HDRS)" $$(^:.o=.d)
 	@touch $$@
 
 .PHONY: lesson$(1) run-lesson$(1) test-lesson$(1)
-lesson$(1): $(OUT)/lesson$(1)/demo $(OUT)/lesson$(1)/layers.ok
+lesson$(1): $(OUT)/lesson$(1)/demo $(addprefix $(OUT)/,$(PROGRAMS_$(1))) $(OUT)/lesson$(1)/layers.ok
 
 run-lesson$(1): lesson$(1)
 	$(OUT)/lesson$(1)/demo
@@ -98,7 +127,8 @@ run-lesson$(1): lesson$(1)
 test-lesson$(1): gtest-check lesson$(1) $(OUT)/lesson$(1)/tests
 	$(TEST_ENV) $(OUT)/lesson$(1)/tests
 
--include $$(LIB_OBJS_$(1):.o=.d) $$(DEMO_OBJS_$(1):.o=.d) $$(TEST_OBJS_$(1):.o=.d)
+-include $$(LIB_OBJS_$(1):.o=.d) $$(DEMO_OBJS_$(1):.o=.d) $$(TEST_OBJS_$(1):.o=.d) \
+         $$(PROGRAM_OBJS_$(1):.o=.d)
 endef
 $(foreach n,$(LESSONS),$(eval $(call STAGE,$(n))))
 
@@ -109,14 +139,16 @@ test: $(addprefix test-lesson,$(LESSONS))
 	@$(MAKE) --no-print-directory check-stack
 
 check-stack: all
-	@scripts/check-gnu-stack.sh $(wildcard $(OUT)/lesson*/demo $(OUT)/lesson*/tests)
+	@scripts/check-gnu-stack.sh $(wildcard $(OUT)/lesson*/demo $(OUT)/lesson*/tests) \
+	    $(addprefix $(OUT)/,$(foreach n,$(LESSONS),$(PROGRAMS_$(n))))
 
 # gdb's `bt` inside a fiber must end at context_trampoline (skipped without gdb).
 check-backtrace: lesson2
 	@scripts/check-gdb-backtrace.sh $(OUT)/lesson2/demo
 
-# The course's main demo: until the echo server arrives (lesson 4), the latest lesson's demo.
-run: run-lesson$(LAST_LESSON)
+# The course's main demo: the echo server on 127.0.0.1:8001 (talk to it with nc 127.0.0.1 8001).
+run: lesson4
+	$(OUT)/echo_server
 
 gtest-check:
 ifeq ($(GTEST_HEADER),)
@@ -134,7 +166,7 @@ help:
 	@echo "make                 build every stage and demo (build/lessonN/)"
 	@echo "make lessonN         build stage N from lessons 1..N only (N = $(LESSONS))"
 	@echo "make run-lessonN     run stage N's demo"
-	@echo "make run             run the course's main demo (now: lesson $(LAST_LESSON)'s)"
+	@echo "make run             start the echo server on 127.0.0.1:8001 (build/echo_server)"
 	@echo "make test            run every test of every stage, then check-stack"
 	@echo "make test-lessonN    run the tests of lessons 1..N against stage N"
 	@echo "make SAN=1 test      the same tests under AddressSanitizer + UBSan (build/san/)"

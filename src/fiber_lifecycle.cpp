@@ -32,6 +32,7 @@ FiberRecord* FiberManager::create_fiber(const FiberOptions& options, std::size_t
     fiber->manager = this;
     fiber->id = next_id_++;
     if (options.name) std::snprintf(fiber->name, sizeof fiber->name, "%s", options.name);
+    fiber->service = options.service;
     fiber->body = reinterpret_cast<void*>(body_at);
     prepare_context(fiber->context, fiber->body, &FiberManager::fiber_main);
     fiber->asan_stack_bottom = stack.bottom();
@@ -42,11 +43,14 @@ FiberRecord* FiberManager::create_fiber(const FiberOptions& options, std::size_t
 }
 
 void FiberManager::start(FiberRecord* fiber) {
-    ++spawned_;
+    if (!fiber->service) ++spawned_;
     fiber->state = FiberState::Ready;
     ready_.push_back(fiber);
 }
 
+// The checks and the bookkeeping of join. How the joiner waits for the end is
+// in src/fiber_join.cpp (lesson 2: park and wake) or, from lesson 3 on,
+// src/fiber_join_condvar.cpp (a CondVar).
 void FiberManager::join(FiberRecord* fiber) {
     FiberRecord* self = running_;
     if (fiber == self)
@@ -54,10 +58,8 @@ void FiberManager::join(FiberRecord* fiber) {
     if (fiber->joiner)
         fatal("%s tried to join %s, which %s is already joining", label(*self).text,
               label(*fiber).text, label(*fiber->joiner).text);
-    if (fiber->state != FiberState::Finished) {
-        fiber->joiner = self;
-        park(WaitSite{"join", fiber, nullptr});
-    }
+    fiber->joiner = self;
+    wait_until_ended(fiber);
     std::exception_ptr exception = std::move(fiber->exception);
     release(fiber);
     if (exception) std::rethrow_exception(exception);

@@ -118,12 +118,12 @@ void FiberManager::fiber_main(std::uintptr_t arg) {
 void FiberManager::exit_running() {
     FiberRecord* self = running_;
     self->state = FiberState::Finished;
-    ++finished_;
+    if (!self->service) ++finished_;
     if (self->detached) {
         if (self->exception) report_escaped_exception(*self);
         dead_ = self;
     }
-    if (self->joiner) wake(self->joiner);
+    notify_ended(self);
     if (finished_ == spawned_ && main_waits_for_all_) {
         main_waits_for_all_ = false;
         wake(&main_);

@@ -26,11 +26,14 @@ namespace fib {
 struct FiberOptions {
     const char* name = nullptr;  // shown in messages; copied, truncated to 31 bytes
     std::size_t stack_size = Stack::kDefaultSize;
+    // A service fiber works for the others (lesson 4's Waiter is one) and may
+    // never end: spawned/finished and wait_for_all() do not count it.
+    bool service = false;
 };
 
 struct ManagerStats {
-    std::uint64_t spawned = 0;       // fibers ever created (main not counted)
-    std::uint64_t finished = 0;      // fibers whose function has ended
+    std::uint64_t spawned = 0;       // fibers ever started (main and service fibers not counted)
+    std::uint64_t finished = 0;      // of those, the ones whose function has ended
     std::uint64_t switches = 0;      // context switches made
     std::size_t records = 0;         // fiber records not yet released (main not counted)
     std::size_t stacks_created = 0;  // stacks ever mapped
@@ -82,6 +85,10 @@ private:
     void finish_switch();
     FiberRecord* next_or_deadlock();
     void release(FiberRecord* fiber);
+    // join()'s wait and the matching wake-up at the fiber's end; see
+    // src/fiber_join.cpp, replaced from lesson 3 on by src/fiber_join_condvar.cpp.
+    void wait_until_ended(FiberRecord* fiber);
+    void notify_ended(FiberRecord* fiber);
     [[noreturn]] void report_escaped_exception(const FiberRecord& fiber);
 
     FiberRecord main_;                // the adopted thread's own code

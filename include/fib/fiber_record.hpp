@@ -30,6 +30,7 @@
 namespace fib {
 
 class FiberManager;
+class CondVar;  // lesson 3
 
 enum class FiberState : std::uint8_t { Ready, Running, Blocked, Finished };
 
@@ -47,10 +48,14 @@ struct FiberRecord {
     char name[32] = {};            // optional, for messages
     FiberState state = FiberState::Ready;
     bool detached = false;
+    bool service = false;          // see FiberOptions::service
 
     ListLink<FiberRecord> queue_link;  // in the ready queue, or (lesson 3) a wait list
     ListLink<FiberRecord> all_link;    // in the manager's list of every record
     FiberRecord* joiner = nullptr;     // the fiber blocked in join() on this one
+    // Extension point for lesson 3, whose join() waits on a CondVar in the
+    // joiner's frame and leaves its address here for the fiber's end to notify.
+    CondVar* end_condvar = nullptr;
     WaitSite waiting_for;              // set while Blocked
 
     // The callable, stored just below this record; `run_body` invokes it once
