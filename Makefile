@@ -78,7 +78,8 @@ collect = $(foreach n,$(call upto,$(1)),$($(2)_$(n)))
 libsrcs = $(filter-out $(call collect,$(1),DROP),$(call collect,$(1),LIB))
 objects = $(addprefix $(OUT)/lesson$(1)/obj/,$(addsuffix .o,$(basename $(2))))
 
-.PHONY: all help run test check-stack check-backtrace gtest-check clean print-lessons
+.PHONY: all help run test check-stack check-backtrace check-echo-server gtest-check clean \
+        print-lessons
 all: $(addprefix lesson,$(LESSONS))
 
 # ---- One stage: library, demo, programs, tests, layer check ---------------------------------
@@ -146,6 +147,10 @@ check-stack: all
 check-backtrace: lesson2
 	@scripts/check-gdb-backtrace.sh $(OUT)/lesson2/demo
 
+# The echo_server program serves a line and stops cleanly on SIGINT.
+check-echo-server: lesson4
+	@scripts/check-echo-server.sh $(OUT)/echo_server
+
 # The course's main demo: the echo server on 127.0.0.1:8001 (talk to it with nc 127.0.0.1 8001).
 run: lesson4
 	$(OUT)/echo_server
@@ -172,4 +177,5 @@ help:
 	@echo "make SAN=1 test      the same tests under AddressSanitizer + UBSan (build/san/)"
 	@echo "make check-stack     check that no built binary has an executable stack"
 	@echo "make check-backtrace check that gdb's bt inside a fiber ends at the trampoline"
+	@echo "make check-echo-server  echo a line through build/echo_server, stop it with SIGINT"
 	@echo "make clean           remove build/"

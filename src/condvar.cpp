@@ -19,7 +19,7 @@ void CondVar::wait(const WaitSite& site) {
     FiberManager* manager = FiberManager::current();
     if (!manager)
         fatal("CondVar::wait() was called on a thread with no FiberManager; only a fiber can wait");
-    if (manager_ && manager_ != manager)
+    if (!waiters_.empty() && manager_ != manager)
         fatal("%s waited on a CondVar whose waiters belong to another thread's FiberManager",
               label(*manager->running()).text);
     manager_ = manager;

@@ -33,7 +33,9 @@ Waiter::Waiter()
 }
 
 Waiter::~Waiter() {
-    manager_.wait_for_all();  // stops the program unless called from main
+    if (manager_.running()->id != 0)
+        fatal("the Waiter was destroyed from %s; destroy it from main", label(*manager_.running()).text);
+    manager_.wait_for_all();
     stopping_ = true;
     if (idle_) {
         idle_ = false;

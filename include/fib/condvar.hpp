@@ -54,7 +54,7 @@ private:
     FiberManager& manager_for_notify(const char* operation) const;
 
     IntrusiveList<FiberRecord, &FiberRecord::queue_link> waiters_;
-    FiberManager* manager_ = nullptr;  // the manager of the waiting fibers
+    FiberManager* manager_ = nullptr;  // the manager of the waiting fibers, while there are any
 };
 
 }  // namespace fib

@@ -1,0 +1,370 @@
+// L04_waiter_test.cpp — lesson 4: the Waiter. A fiber waiting on an fd stays parked until the fd
+// is ready and gets poll's revents (POLLIN, POLLOUT, POLLHUP, POLLERR, POLLNVAL); a reader and a
+// writer share one fd; ready fibers wake in registration order; an idle thread costs one blocking
+// poll, and no poll blocks while other fibers are ready; ~Waiter waits for every fiber; misuse
+// and a deadlock with a parked Waiter stop the program with a clear message.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fib/condvar.hpp"
+#include "fib/fiber.hpp"
+#include "fib/io.hpp"
+#include "fib/unique_fd.hpp"
+#include "fib/waiter.hpp"
+
+namespace {
+
+struct Pair {
+    fib::UniqueFd first, second;  // a pipe's read and write ends, or a socketpair's two ends
+};
+
+Pair make_pipe() {
+    int fds[2];
+    if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) ADD_FAILURE() << "pipe2 failed";
+    return {fib::UniqueFd(fds[0]), fib::UniqueFd(fds[1])};
+}
+
+Pair make_socketpair() {
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) != 0)
+        ADD_FAILURE() << "socketpair failed";
+    return {fib::UniqueFd(fds[0]), fib::UniqueFd(fds[1])};
+}
+
+TEST(L04_Waiter, ReaderStaysParkedUntilAnotherFiberWritesThenGetsPollinAndTheByte) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    Pair pipe = make_pipe();
+    short revents = 0;
+    bool woke = false;
+    char got = 0;
+    fib::Fiber reader([&] {
+        revents = waiter.wait(pipe.first.get(), POLLIN);
+        woke = true;
+        EXPECT_EQ(::read(pipe.first.get(), &got, 1), 1);
+    });
+    for (int i = 0; i < 10; ++i) fib::this_fiber::yield();
+    EXPECT_FALSE(woke);
+    EXPECT_EQ(waiter.stats().waiting, 1u);
+    EXPECT_EQ(waiter.stats().blocking_polls, 0u);  // main was ready at every poll
+    fib::Fiber writer([&] { EXPECT_EQ(::write(pipe.second.get(), "x", 1), 1); });
+    writer.join();
+    reader.join();
+    EXPECT_TRUE(woke);
+    EXPECT_EQ(revents, POLLIN);
+    EXPECT_EQ(got, 'x');
+    EXPECT_EQ(waiter.stats().wakeups, 1u);
+    EXPECT_EQ(waiter.stats().waiting, 0u);
+}
+
+// One socket: "reader" waits POLLIN and "writer" POLLOUT on it at the same time. The writer wakes
+// first (the socket is writable), sends 'a'; the peer fiber answers 'b', which wakes the reader.
+TEST(L04_Waiter, ReaderAndWriterOnTheSameFdBothWakeWithTheirOwnEvent) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    Pair socket = make_socketpair();
+    const int fd = socket.first.get();
+    short read_revents = 0, write_revents = 0;
+    char got = 0, peer_got = 0;
+    fib::Fiber reader([&] {
+        read_revents = waiter.wait(fd, POLLIN);
+        EXPECT_EQ(::read(fd, &got, 1), 1);
+    });
+    fib::Fiber writer([&] {
+        write_revents = waiter.wait(fd, POLLOUT);
+        EXPECT_EQ(::write(fd, "a", 1), 1);
+    });
+    fib::this_fiber::yield();
+    EXPECT_EQ(waiter.stats().waiting, 2u);
+    fib::Fiber peer([&] {
+        EXPECT_EQ(fib::io::read(socket.second.get(), &peer_got, 1), 1);
+        EXPECT_EQ(fib::io::write_all(socket.second.get(), "b", 1), 1);
+    });
+    reader.join();
+    writer.join();
+    peer.join();
+    EXPECT_EQ(write_revents, POLLOUT);
+    EXPECT_EQ(read_revents, POLLIN);
+    EXPECT_EQ(peer_got, 'a');
+    EXPECT_EQ(got, 'b');
+    EXPECT_EQ(waiter.stats().waiting, 0u);
+}
+
+TEST(L04_Waiter, PipeWriteEndClosedByAnotherFiberDeliversPollhupToTheReader) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    Pair pipe = make_pipe();
+    short revents = 0;
+    fib::Fiber reader([&] { revents = waiter.wait(pipe.first.get(), POLLIN); });
+    fib::Fiber closer([&] { pipe.second.reset(); });
+    reader.join();
+    closer.join();
+    // Linux reports a hang-up with nothing left to read as POLLHUP alone.
+    EXPECT_EQ(revents, POLLHUP);
+    char byte;
+    EXPECT_EQ(::read(pipe.first.get(), &byte, 1), 0);
+}
+
+TEST(L04_Waiter, SocketpairPeerClosedDeliversPollinAndPollhupAndReadGivesEof) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    Pair socket = make_socketpair();
+    short revents = 0;
+    ssize_t got = -2;
+    fib::Fiber reader([&] {
+        revents = waiter.wait(socket.first.get(), POLLIN);
+        char byte;
+        got = fib::io::read(socket.first.get(), &byte, 1);
+    });
+    fib::Fiber closer([&] { socket.second.reset(); });
+    reader.join();
+    closer.join();
+    EXPECT_EQ(revents, POLLIN | POLLHUP);
+    EXPECT_EQ(got, 0);
+}
+
+// The pipe is filled first, so the writer really waits; closing the read end then gives POLLERR.
+TEST(L04_Waiter, WriteEndOfAPipeWhoseReadEndClosesGetsPollerr) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    Pair pipe = make_pipe();
+    std::vector<char> chunk(65536, 'f');
+    int writes = 0;
+    while (writes < 1000 && ::write(pipe.second.get(), chunk.data(), chunk.size()) > 0) ++writes;
+    ASSERT_EQ(errno, EAGAIN);
+    short revents = 0;
+    fib::Fiber writer([&] { revents = waiter.wait(pipe.second.get(), POLLOUT); });
+    fib::Fiber closer([&] { pipe.first.reset(); });
+    writer.join();
+    closer.join();
+    EXPECT_EQ(revents, POLLERR);
+}
+
+TEST(L04_Waiter, WaitOnAnFdThatIsNotOpenGetsPollnval) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    int closed_fd;
+    {
+        Pair pipe = make_pipe();
+        closed_fd = pipe.first.get();
+    }
+    short revents = 0;
+    fib::Fiber reader([&] { revents = waiter.wait(closed_fd, POLLIN); });
+    reader.join();
+    EXPECT_EQ(revents, POLLNVAL);
+}
+
+// The syscall main's thread is in, from /proc: "7 ..." is poll on x86-64, "running" if none.
+std::string syscall_of(pid_t tid) {
+    std::ifstream file("/proc/self/task/" + std::to_string(tid) + "/syscall");
+    std::string line;
+    std::getline(file, line);
+    return line;
+}
+
+// Main joins a fiber waiting on an empty pipe: nothing can run, so the Waiter blocks in poll().
+// A helper thread sees main's thread sit in poll (still there 50 ms later: not spinning), then
+// writes the byte. The whole idle period costs exactly one poll() call.
+TEST(L04_Waiter, IdleThreadBlocksInExactlyOnePollCall) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    Pair pipe = make_pipe();
+    const pid_t main_tid = ::gettid();
+    std::atomic<bool> saw_poll{false}, still_in_poll{false};
+    std::thread watcher([&] {
+        for (int i = 0; i < 5000 && syscall_of(main_tid).rfind("7 ", 0) != 0; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        saw_poll = syscall_of(main_tid).rfind("7 ", 0) == 0;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        still_in_poll = syscall_of(main_tid).rfind("7 ", 0) == 0;
+        // Written whatever was seen, so that the test ends either way.
+        if (::write(pipe.second.get(), "w", 1) != 1) ADD_FAILURE() << "write failed";
+    });
+    char got = 0;
+    fib::Fiber reader([&] { EXPECT_EQ(fib::io::read(pipe.first.get(), &got, 1), 1); });
+    reader.join();
+    watcher.join();
+    EXPECT_TRUE(saw_poll);
+    EXPECT_TRUE(still_in_poll);
+    EXPECT_EQ(got, 'w');
+    const fib::WaiterStats stats = waiter.stats();
+    EXPECT_EQ(stats.polls, 1u);
+    EXPECT_EQ(stats.blocking_polls, 1u);
+    EXPECT_EQ(stats.wakeups, 1u);
+}
+
+// "pipe reader" waits on a pipe while two fibers yield 100 times each and "writer" writes the
+// pipe after `writer_yields` yields. Main joins everything. Returns the Waiter's stats.
+//
+// Each round of the queue the Waiter polls once, and while a yielder is ready that poll does not
+// block: the first round is the reader registering, so the write made after the writer's n-th
+// yield is seen by poll n + 1.
+fib::WaiterStats poll_while_fibers_yield(int writer_yields) {
+    constexpr int kYields = 100;
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    Pair pipe = make_pipe();
+    char got = 0;
+    fib::Fiber reader([&] { EXPECT_EQ(fib::io::read(pipe.first.get(), &got, 1), 1); });
+    auto yielder = [] {
+        for (int i = 0; i < kYields; ++i) fib::this_fiber::yield();
+    };
+    fib::Fiber first(yielder), second(yielder);
+    fib::Fiber writer([&] {
+        for (int i = 0; i < writer_yields; ++i) fib::this_fiber::yield();
+        EXPECT_EQ(::write(pipe.second.get(), "y", 1), 1);
+    });
+    reader.join();
+    first.join();
+    second.join();
+    writer.join();
+    EXPECT_EQ(got, 'y');
+    return waiter.stats();
+}
+
+TEST(L04_Waiter, NoPollBlocksWhileOtherFibersAreReady) {
+    const fib::WaiterStats stats = poll_while_fibers_yield(50);
+    EXPECT_EQ(stats.polls, 51u);
+    EXPECT_EQ(stats.blocking_polls, 0u);
+    EXPECT_EQ(stats.wakeups, 1u);
+}
+
+// When the writer writes last, the yielders have ended, main is in join: nobody else is ready,
+// so that one poll blocks (and returns at once: the byte is there).
+TEST(L04_Waiter, OnlyThePollWithNobodyElseReadyBlocks) {
+    const fib::WaiterStats stats = poll_while_fibers_yield(100);
+    EXPECT_EQ(stats.polls, 101u);
+    EXPECT_EQ(stats.blocking_polls, 1u);
+    EXPECT_EQ(stats.wakeups, 1u);
+}
+
+// Fiber i waits on pipe kPipeOf[i]: registration order is neither fd order nor write order.
+// Main writes every pipe before the Waiter's first poll; one poll wakes all four, in the order
+// they registered.
+TEST(L04_Waiter, FibersReadyInOnePollWakeInRegistrationOrder) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    constexpr int kPipeOf[4] = {2, 0, 3, 1};
+    std::vector<Pair> pipes;
+    for (int i = 0; i < 4; ++i) pipes.push_back(make_pipe());
+    std::vector<int> order;
+    std::vector<fib::Fiber> fibers;
+    for (int i = 0; i < 4; ++i)
+        fibers.emplace_back([&, i] {
+            waiter.wait(pipes[kPipeOf[i]].first.get(), POLLIN);
+            order.push_back(i);
+        });
+    fib::this_fiber::yield();
+    ASSERT_EQ(waiter.stats().waiting, 4u);
+    ASSERT_EQ(waiter.stats().polls, 0u);
+    for (int p = 3; p >= 0; --p) ASSERT_EQ(::write(pipes[p].second.get(), "o", 1), 1);
+    for (fib::Fiber& fiber : fibers) fiber.join();
+    EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
+    EXPECT_EQ(waiter.stats().polls, 1u);
+    EXPECT_EQ(waiter.stats().wakeups, 4u);
+}
+
+// The Waiter leaves scope while a detached fiber still waits on a pipe: ~Waiter first waits for
+// every fiber, so the writer's byte releases the reader and nothing hangs.
+TEST(L04_Waiter, DestructorWaitsForAFiberStillWaitingOnAPipe) {
+    fib::FiberManager manager;
+    Pair pipe = make_pipe();
+    bool finished = false;
+    char got = 0;
+    {
+        fib::Waiter waiter;
+        fib::Fiber([&] {
+            EXPECT_EQ(fib::io::read(pipe.first.get(), &got, 1), 1);
+            finished = true;
+        }).detach();
+        fib::Fiber([&] {
+            for (int i = 0; i < 3; ++i) fib::this_fiber::yield();
+            EXPECT_EQ(::write(pipe.second.get(), "d", 1), 1);
+        }).detach();
+    }
+    EXPECT_TRUE(finished);
+    EXPECT_EQ(got, 'd');
+    EXPECT_EQ(fib::Waiter::current(), nullptr);
+    EXPECT_EQ(manager.stats().finished, 2u);
+}
+
+// Main waits on a CondVar nobody notifies; the Waiter, with no fd to poll, parks too.
+void main_waits_forever_beside_an_idle_waiter() {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    fib::CondVar never;
+    never.wait();
+}
+
+void two_fibers_wait_to_read_one_fd() {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    Pair pipe = make_pipe();
+    const int fd = pipe.first.get();
+    fib::Fiber first({.name = "first"}, [&] { waiter.wait(fd, POLLIN); });
+    fib::Fiber second({.name = "second"}, [&] { waiter.wait(fd, POLLIN); });
+    first.join();
+}
+
+void wait_for_no_events() {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    Pair pipe = make_pipe();
+    waiter.wait(pipe.first.get(), 0);
+}
+
+void read_an_empty_pipe_with_no_waiter() {
+    fib::FiberManager manager;
+    Pair pipe = make_pipe();
+    char byte;
+    fib::io::read(pipe.first.get(), &byte, 1);
+}
+
+void second_waiter_on_one_thread() {
+    fib::FiberManager manager;
+    fib::Waiter first;
+    fib::Waiter second;
+}
+
+TEST(L04_WaiterDeathTest, DeadlockWithAnIdleWaiterIsReportedNamingMainAndTheWaiter) {
+    EXPECT_DEATH(main_waits_forever_beside_an_idle_waiter(),
+                 "fib: deadlock: no fiber is ready to run, and these are blocked:\n"
+                 "  fiber 0 \\(main\\): in CondVar::wait, on 0x[0-9a-f]+\n"
+                 "  fiber 1 \\(waiter\\): in Waiter: no fd to poll, on 0x[0-9a-f]+\n"
+                 "fib: fatal: deadlock");
+}
+
+TEST(L04_WaiterDeathTest, TwoFibersWaitingToReadOneFdStops) {
+    EXPECT_DEATH(two_fibers_wait_to_read_one_fd(),
+                 "fib: fatal: fiber 3 \\(second\\) waits to read fd [0-9]+, which fiber 2 "
+                 "\\(first\\) already waits to read; one fiber per direction per fd");
+}
+
+TEST(L04_WaiterDeathTest, WaitWithNoEventsStops) {
+    EXPECT_DEATH(wait_for_no_events(),
+                 "fib: fatal: fiber 0 \\(main\\) called Waiter::wait\\(fd [0-9]+, events 0x0\\): "
+                 "need fd >= 0");
+}
+
+TEST(L04_WaiterDeathTest, IoReadThatMustWaitOnAThreadWithNoWaiterStops) {
+    EXPECT_DEATH(read_an_empty_pipe_with_no_waiter(),
+                 "fib: fatal: fib::io::read\\(\\) had to wait on a thread with no Waiter");
+}
+
+TEST(L04_WaiterDeathTest, SecondWaiterOnOneThreadStops) {
+    EXPECT_DEATH(second_waiter_on_one_thread(),
+                 "fib: fatal: a second Waiter was created on a thread that already has one");
+}
+
+}  // namespace
