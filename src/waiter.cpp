@@ -78,8 +78,8 @@ void Waiter::wake_ready() {
     for (pollfd request : pollfds_) {
         FdWaiters& fd = by_fd_[request.fd];
         if (request.revents) {
-            wake_if_ready(fd.reader, request.revents);
-            wake_if_ready(fd.writer, request.revents);
+            wake_if_ready(fd, fd.reader, request.revents);
+            wake_if_ready(fd, fd.writer, request.revents);
             request.events = static_cast<short>((fd.reader ? fd.reader->events : 0) |
                                                 (fd.writer ? fd.writer->events : 0));
             request.revents = 0;
@@ -95,15 +95,17 @@ void Waiter::wake_ready() {
 }
 
 // Errors and hang-ups concern both directions; POLLIN and POLLOUT only theirs.
-void Waiter::wake_if_ready(Waiting*& waiting, short revents) {
+// A fiber that waited both ways holds both slots and is woken once.
+void Waiter::wake_if_ready(FdWaiters& fd, Waiting* waiting, short revents) {
     if (!waiting) return;
     const short mine = static_cast<short>(revents & (waiting->events | POLLERR | POLLHUP | POLLNVAL));
     if (!mine) return;
     waiting->revents = mine;
+    if (fd.reader == waiting) fd.reader = nullptr;
+    if (fd.writer == waiting) fd.writer = nullptr;
     ++stats_.wakeups;
     --stats_.waiting;
     manager_.wake(waiting->fiber);
-    waiting = nullptr;
 }
 
 short Waiter::wait(int fd, short events) {

@@ -2,10 +2,9 @@
 // partial writes; send_all to a closed peer fails with EPIPE instead of a SIGPIPE; read reports
 // EOF and a reset; listen, connect and accept over loopback (non-blocking, close-on-exec sockets,
 // refused connections, an address in use, bad addresses); UniqueFd owns and closes its fd.
-#include <gtest/gtest.h>
-
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -80,7 +79,8 @@ void send_to_a_closed_peer_and_report() {
     fib::FiberManager manager;
     fib::Waiter waiter;
     int fds[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) != 0) std::exit(2);
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) != 0)
+        std::exit(2);
     fib::UniqueFd mine(fds[0]), peer(fds[1]);
     peer.reset();
     const char data[] = "hello";

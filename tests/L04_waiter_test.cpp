@@ -3,9 +3,8 @@
 // writer share one fd; ready fibers wake in registration order; an idle thread costs one blocking
 // poll, and no poll blocks while other fibers are ready; ~Waiter waits for every fiber; misuse
 // and a deadlock with a parked Waiter stop the program with a clear message.
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -29,39 +28,44 @@ struct Pair {
     fib::UniqueFd first, second;  // a pipe's read and write ends, or a socketpair's two ends
 };
 
-Pair make_pipe() {
-    int fds[2];
-    if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) ADD_FAILURE() << "pipe2 failed";
+// A non-blocking pipe, or (`socket`) a Unix stream socketpair.
+Pair make_fds(bool socket = false) {
+    int fds[2] = {-1, -1};
+    const int made = socket
+                         ? ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds)
+                         : ::pipe2(fds, O_NONBLOCK | O_CLOEXEC);
+    if (made != 0) ADD_FAILURE() << "pipe2/socketpair failed";
     return {fib::UniqueFd(fds[0]), fib::UniqueFd(fds[1])};
 }
 
-Pair make_socketpair() {
-    int fds[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) != 0)
-        ADD_FAILURE() << "socketpair failed";
-    return {fib::UniqueFd(fds[0]), fib::UniqueFd(fds[1])};
+// A fiber waits on `fd` for `events` while another closes `other`; returns what the wait got.
+short wait_while_another_fiber_closes(fib::Waiter& waiter, int fd, short events,
+                                      fib::UniqueFd& other) {
+    short revents = 0;
+    fib::Fiber waiting([&] { revents = waiter.wait(fd, events); });
+    fib::Fiber closer([&] { other.reset(); });
+    waiting.join();
+    closer.join();
+    return revents;
 }
 
 TEST(L04_Waiter, ReaderStaysParkedUntilAnotherFiberWritesThenGetsPollinAndTheByte) {
     fib::FiberManager manager;
     fib::Waiter waiter;
-    Pair pipe = make_pipe();
+    Pair pipe = make_fds();
     short revents = 0;
-    bool woke = false;
     char got = 0;
     fib::Fiber reader([&] {
         revents = waiter.wait(pipe.first.get(), POLLIN);
-        woke = true;
         EXPECT_EQ(::read(pipe.first.get(), &got, 1), 1);
     });
     for (int i = 0; i < 10; ++i) fib::this_fiber::yield();
-    EXPECT_FALSE(woke);
+    EXPECT_EQ(revents, 0);
     EXPECT_EQ(waiter.stats().waiting, 1u);
     EXPECT_EQ(waiter.stats().blocking_polls, 0u);  // main was ready at every poll
     fib::Fiber writer([&] { EXPECT_EQ(::write(pipe.second.get(), "x", 1), 1); });
     writer.join();
     reader.join();
-    EXPECT_TRUE(woke);
     EXPECT_EQ(revents, POLLIN);
     EXPECT_EQ(got, 'x');
     EXPECT_EQ(waiter.stats().wakeups, 1u);
@@ -73,7 +77,7 @@ TEST(L04_Waiter, ReaderStaysParkedUntilAnotherFiberWritesThenGetsPollinAndTheByt
 TEST(L04_Waiter, ReaderAndWriterOnTheSameFdBothWakeWithTheirOwnEvent) {
     fib::FiberManager manager;
     fib::Waiter waiter;
-    Pair socket = make_socketpair();
+    Pair socket = make_fds(true);
     const int fd = socket.first.get();
     short read_revents = 0, write_revents = 0;
     char got = 0, peer_got = 0;
@@ -101,76 +105,78 @@ TEST(L04_Waiter, ReaderAndWriterOnTheSameFdBothWakeWithTheirOwnEvent) {
     EXPECT_EQ(waiter.stats().waiting, 0u);
 }
 
+// One fiber waiting both ways holds the fd's reader and writer slots; it is woken once, with
+// what is ready (a fresh socket is writable), and both slots are free again afterwards.
+TEST(L04_Waiter, OneFiberWaitingBothWaysWakesOnceAndFreesBothDirections) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    Pair socket = make_fds(true);
+    const int fd = socket.first.get();
+    short both_revents = 0, read_revents = 0, write_revents = 0;
+    fib::Fiber both([&] { both_revents = waiter.wait(fd, POLLIN | POLLOUT); });
+    both.join();
+    EXPECT_EQ(both_revents, POLLOUT);
+    EXPECT_EQ(waiter.stats().wakeups, 1u);
+    ASSERT_EQ(::write(socket.second.get(), "x", 1), 1);
+    fib::Fiber reader([&] { read_revents = waiter.wait(fd, POLLIN); });
+    fib::Fiber writer([&] { write_revents = waiter.wait(fd, POLLOUT); });
+    reader.join();
+    writer.join();
+    EXPECT_EQ(read_revents, POLLIN);
+    EXPECT_EQ(write_revents, POLLOUT);
+    EXPECT_EQ(waiter.stats().waiting, 0u);
+}
+
+// Linux reports a hang-up with nothing left to read as POLLHUP alone.
 TEST(L04_Waiter, PipeWriteEndClosedByAnotherFiberDeliversPollhupToTheReader) {
     fib::FiberManager manager;
     fib::Waiter waiter;
-    Pair pipe = make_pipe();
-    short revents = 0;
-    fib::Fiber reader([&] { revents = waiter.wait(pipe.first.get(), POLLIN); });
-    fib::Fiber closer([&] { pipe.second.reset(); });
-    reader.join();
-    closer.join();
-    // Linux reports a hang-up with nothing left to read as POLLHUP alone.
-    EXPECT_EQ(revents, POLLHUP);
+    Pair pipe = make_fds();
+    EXPECT_EQ(wait_while_another_fiber_closes(waiter, pipe.first.get(), POLLIN, pipe.second),
+              POLLHUP);
     char byte;
-    EXPECT_EQ(::read(pipe.first.get(), &byte, 1), 0);
+    EXPECT_EQ(fib::io::read(pipe.first.get(), &byte, 1), 0);
 }
 
 TEST(L04_Waiter, SocketpairPeerClosedDeliversPollinAndPollhupAndReadGivesEof) {
     fib::FiberManager manager;
     fib::Waiter waiter;
-    Pair socket = make_socketpair();
-    short revents = 0;
-    ssize_t got = -2;
-    fib::Fiber reader([&] {
-        revents = waiter.wait(socket.first.get(), POLLIN);
-        char byte;
-        got = fib::io::read(socket.first.get(), &byte, 1);
-    });
-    fib::Fiber closer([&] { socket.second.reset(); });
-    reader.join();
-    closer.join();
-    EXPECT_EQ(revents, POLLIN | POLLHUP);
-    EXPECT_EQ(got, 0);
+    Pair socket = make_fds(true);
+    EXPECT_EQ(wait_while_another_fiber_closes(waiter, socket.first.get(), POLLIN, socket.second),
+              POLLIN | POLLHUP);
+    char byte;
+    EXPECT_EQ(fib::io::read(socket.first.get(), &byte, 1), 0);
 }
 
-// The pipe is filled first, so the writer really waits; closing the read end then gives POLLERR.
+// The pipe is filled first, so the writer really waits; closing the read end then gives POLLERR
+// (and no POLLOUT: the pipe is still full).
 TEST(L04_Waiter, WriteEndOfAPipeWhoseReadEndClosesGetsPollerr) {
     fib::FiberManager manager;
     fib::Waiter waiter;
-    Pair pipe = make_pipe();
+    Pair pipe = make_fds();
     std::vector<char> chunk(65536, 'f');
-    int writes = 0;
-    while (writes < 1000 && ::write(pipe.second.get(), chunk.data(), chunk.size()) > 0) ++writes;
+    for (int i = 0; i < 1000 && ::write(pipe.second.get(), chunk.data(), chunk.size()) > 0; ++i) {
+    }
     ASSERT_EQ(errno, EAGAIN);
-    short revents = 0;
-    fib::Fiber writer([&] { revents = waiter.wait(pipe.second.get(), POLLOUT); });
-    fib::Fiber closer([&] { pipe.first.reset(); });
-    writer.join();
-    closer.join();
-    EXPECT_EQ(revents, POLLERR);
+    EXPECT_EQ(wait_while_another_fiber_closes(waiter, pipe.second.get(), POLLOUT, pipe.first),
+              POLLERR);
 }
 
 TEST(L04_Waiter, WaitOnAnFdThatIsNotOpenGetsPollnval) {
     fib::FiberManager manager;
     fib::Waiter waiter;
-    int closed_fd;
-    {
-        Pair pipe = make_pipe();
-        closed_fd = pipe.first.get();
-    }
-    short revents = 0;
-    fib::Fiber reader([&] { revents = waiter.wait(closed_fd, POLLIN); });
-    reader.join();
-    EXPECT_EQ(revents, POLLNVAL);
+    // The temporary pipe closes both its fds at the end of this line.
+    const int closed_fd = make_fds().first.get();
+    // Main waits itself: the Waiter's poll answers at once.
+    EXPECT_EQ(waiter.wait(closed_fd, POLLIN), POLLNVAL);
 }
 
-// The syscall main's thread is in, from /proc: "7 ..." is poll on x86-64, "running" if none.
-std::string syscall_of(pid_t tid) {
+// Whether thread `tid` sits in poll(): /proc's syscall file starts "7 " (poll on x86-64).
+bool in_poll(pid_t tid) {
     std::ifstream file("/proc/self/task/" + std::to_string(tid) + "/syscall");
     std::string line;
     std::getline(file, line);
-    return line;
+    return line.rfind("7 ", 0) == 0;
 }
 
 // Main joins a fiber waiting on an empty pipe: nothing can run, so the Waiter blocks in poll().
@@ -179,15 +185,15 @@ std::string syscall_of(pid_t tid) {
 TEST(L04_Waiter, IdleThreadBlocksInExactlyOnePollCall) {
     fib::FiberManager manager;
     fib::Waiter waiter;
-    Pair pipe = make_pipe();
+    Pair pipe = make_fds();
     const pid_t main_tid = ::gettid();
     std::atomic<bool> saw_poll{false}, still_in_poll{false};
     std::thread watcher([&] {
-        for (int i = 0; i < 5000 && syscall_of(main_tid).rfind("7 ", 0) != 0; ++i)
+        for (int i = 0; i < 5000 && !in_poll(main_tid); ++i)
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        saw_poll = syscall_of(main_tid).rfind("7 ", 0) == 0;
+        saw_poll = in_poll(main_tid);
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        still_in_poll = syscall_of(main_tid).rfind("7 ", 0) == 0;
+        still_in_poll = in_poll(main_tid);
         // Written whatever was seen, so that the test ends either way.
         if (::write(pipe.second.get(), "w", 1) != 1) ADD_FAILURE() << "write failed";
     });
@@ -204,9 +210,8 @@ TEST(L04_Waiter, IdleThreadBlocksInExactlyOnePollCall) {
     EXPECT_EQ(stats.wakeups, 1u);
 }
 
-// "pipe reader" waits on a pipe while two fibers yield 100 times each and "writer" writes the
-// pipe after `writer_yields` yields. Main joins everything. Returns the Waiter's stats.
-//
+// A reader waits on a pipe while two fibers yield 100 times each and a writer writes the pipe
+// after `writer_yields` yields; main joins them all. Returns the Waiter's stats.
 // Each round of the queue the Waiter polls once, and while a yielder is ready that poll does not
 // block: the first round is the reader registering, so the write made after the writer's n-th
 // yield is seen by poll n + 1.
@@ -214,7 +219,7 @@ fib::WaiterStats poll_while_fibers_yield(int writer_yields) {
     constexpr int kYields = 100;
     fib::FiberManager manager;
     fib::Waiter waiter;
-    Pair pipe = make_pipe();
+    Pair pipe = make_fds();
     char got = 0;
     fib::Fiber reader([&] { EXPECT_EQ(fib::io::read(pipe.first.get(), &got, 1), 1); });
     auto yielder = [] {
@@ -234,19 +239,16 @@ fib::WaiterStats poll_while_fibers_yield(int writer_yields) {
 }
 
 TEST(L04_Waiter, NoPollBlocksWhileOtherFibersAreReady) {
-    const fib::WaiterStats stats = poll_while_fibers_yield(50);
-    EXPECT_EQ(stats.polls, 51u);
-    EXPECT_EQ(stats.blocking_polls, 0u);
-    EXPECT_EQ(stats.wakeups, 1u);
-}
-
-// When the writer writes last, the yielders have ended, main is in join: nobody else is ready,
-// so that one poll blocks (and returns at once: the byte is there).
-TEST(L04_Waiter, OnlyThePollWithNobodyElseReadyBlocks) {
-    const fib::WaiterStats stats = poll_while_fibers_yield(100);
-    EXPECT_EQ(stats.polls, 101u);
-    EXPECT_EQ(stats.blocking_polls, 1u);
-    EXPECT_EQ(stats.wakeups, 1u);
+    const fib::WaiterStats midway = poll_while_fibers_yield(50);
+    EXPECT_EQ(midway.polls, 51u);
+    EXPECT_EQ(midway.blocking_polls, 0u);
+    EXPECT_EQ(midway.wakeups, 1u);
+    // Written last, after the yielders' end, with main in join: nobody else is ready, so that
+    // one poll blocks (and returns at once: the byte is there).
+    const fib::WaiterStats last = poll_while_fibers_yield(100);
+    EXPECT_EQ(last.polls, 101u);
+    EXPECT_EQ(last.blocking_polls, 1u);
+    EXPECT_EQ(last.wakeups, 1u);
 }
 
 // Fiber i waits on pipe kPipeOf[i]: registration order is neither fd order nor write order.
@@ -257,7 +259,7 @@ TEST(L04_Waiter, FibersReadyInOnePollWakeInRegistrationOrder) {
     fib::Waiter waiter;
     constexpr int kPipeOf[4] = {2, 0, 3, 1};
     std::vector<Pair> pipes;
-    for (int i = 0; i < 4; ++i) pipes.push_back(make_pipe());
+    for (int i = 0; i < 4; ++i) pipes.push_back(make_fds());
     std::vector<int> order;
     std::vector<fib::Fiber> fibers;
     for (int i = 0; i < 4; ++i)
@@ -279,7 +281,7 @@ TEST(L04_Waiter, FibersReadyInOnePollWakeInRegistrationOrder) {
 // every fiber, so the writer's byte releases the reader and nothing hangs.
 TEST(L04_Waiter, DestructorWaitsForAFiberStillWaitingOnAPipe) {
     fib::FiberManager manager;
-    Pair pipe = make_pipe();
+    Pair pipe = make_fds();
     bool finished = false;
     char got = 0;
     {
@@ -310,7 +312,7 @@ void main_waits_forever_beside_an_idle_waiter() {
 void two_fibers_wait_to_read_one_fd() {
     fib::FiberManager manager;
     fib::Waiter waiter;
-    Pair pipe = make_pipe();
+    Pair pipe = make_fds();
     const int fd = pipe.first.get();
     fib::Fiber first({.name = "first"}, [&] { waiter.wait(fd, POLLIN); });
     fib::Fiber second({.name = "second"}, [&] { waiter.wait(fd, POLLIN); });
@@ -320,15 +322,13 @@ void two_fibers_wait_to_read_one_fd() {
 void wait_for_no_events() {
     fib::FiberManager manager;
     fib::Waiter waiter;
-    Pair pipe = make_pipe();
-    waiter.wait(pipe.first.get(), 0);
+    waiter.wait(0, 0);
 }
 
 void read_an_empty_pipe_with_no_waiter() {
     fib::FiberManager manager;
-    Pair pipe = make_pipe();
     char byte;
-    fib::io::read(pipe.first.get(), &byte, 1);
+    fib::io::read(make_fds().first.get(), &byte, 1);
 }
 
 void second_waiter_on_one_thread() {
@@ -353,7 +353,7 @@ TEST(L04_WaiterDeathTest, TwoFibersWaitingToReadOneFdStops) {
 
 TEST(L04_WaiterDeathTest, WaitWithNoEventsStops) {
     EXPECT_DEATH(wait_for_no_events(),
-                 "fib: fatal: fiber 0 \\(main\\) called Waiter::wait\\(fd [0-9]+, events 0x0\\): "
+                 "fib: fatal: fiber 0 \\(main\\) called Waiter::wait\\(fd 0, events 0x0\\): "
                  "need fd >= 0");
 }
 

@@ -78,7 +78,7 @@ private:
 
     void run();
     void wake_ready();
-    void wake_if_ready(Waiting*& waiting, short revents);
+    void wake_if_ready(FdWaiters& fd, Waiting* waiting, short revents);
     FdWaiters& waiters_of(int fd);
 
     FiberManager& manager_;
