@@ -65,10 +65,12 @@ void EchoServer::accept_clients() {
 }
 
 // accept() failed. Out of fds (EMFILE, ENFILE) or buffers (ENOBUFS, ENOMEM),
-// trying again at once would spin: the pending connection keeps the listener
-// readable. So wait until one of our clients leaves and frees its fd. With no
-// client to wait for, give up the spare fd for a moment to accept the
-// connection and close it: the client is refused but the server does not spin.
+// trying again at once would spin: accept() fails that way before it even
+// looks for a pending connection. So wait until one of our clients leaves and
+// frees its fd (serve() also notifies client_left_ when it stops). With no
+// client to wait for, wait for a connection to arrive (or the stop), then give
+// up the spare fd for a moment to accept that connection and close it: the
+// client is refused, and the server neither spins nor stops serving.
 void EchoServer::back_off_after(int error) {
     std::fprintf(stderr, "echo_server: accept: %s\n", std::strerror(error));
     const bool out_of_resources =
@@ -78,6 +80,8 @@ void EchoServer::back_off_after(int error) {
         client_left_.wait();
         return;
     }
+    fib::io::wait(listener_.get(), POLLIN);
+    if (stopping_) return;
     spare_fd_.reset();
     fib::UniqueFd dropped(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (dropped) std::fprintf(stderr, "echo_server: out of fds: refused a connection\n");
