@@ -10,7 +10,10 @@
 #include <csignal>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "fib/context.hpp"
 #include "fib/sanitizer.hpp"
@@ -24,6 +27,33 @@ char* as_bytes(void* address) { return static_cast<char*>(address); }
 bool is_mapped(void* address) {
     const auto page = reinterpret_cast<std::uintptr_t>(address) & ~(fib::page_size() - 1);
     return msync(reinterpret_cast<void*>(page), 1, MS_ASYNC) == 0 || errno != ENOMEM;
+}
+
+std::size_t count_lines(const char* path) {
+    std::ifstream file(path);
+    std::size_t lines = 0;
+    for (std::string line; std::getline(file, line);) ++lines;
+    return lines;
+}
+
+// Guard regions (Linux 6.13+) keep each stack a single mapping, and neighbours merge, so more
+// than vm.max_map_count / 2 stacks can be live at once: with mprotect'ed guards they could
+// not. Skipped on kernels without guard regions (madvise says EINVAL).
+TEST(L01_Stack, WithGuardRegionsMoreStacksLiveThanHalfTheMappingLimit) {
+    void* probe = mmap(nullptr, fib::page_size(), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(probe, MAP_FAILED);
+    const bool guard_regions = madvise(probe, fib::page_size(), 102 /* MADV_GUARD_INSTALL */) == 0;
+    munmap(probe, fib::page_size());
+    if (!guard_regions) GTEST_SKIP() << "this kernel has no MADV_GUARD_INSTALL (Linux < 6.13)";
+    std::ifstream limit_file("/proc/sys/vm/max_map_count");
+    std::size_t limit = 0;
+    limit_file >> limit;
+    ASSERT_GT(limit, 0u);
+    std::vector<fib::Stack> stacks;
+    stacks.reserve(limit / 2 + 1000);
+    for (std::size_t i = 0; i < limit / 2 + 1000; ++i) stacks.emplace_back(4 * fib::page_size());
+    EXPECT_LT(count_lines("/proc/self/maps"), limit / 2);
 }
 
 TEST(L01_Stack, UsableSizeIsRoundedUpToWholePages) {

@@ -4,7 +4,7 @@
 //                    |  usable stack    |  grows down
 //                    |  (size() bytes)  |
 //                    +------------------+  <- bottom()
-//                    |  guard page      |  PROT_NONE: touching it is SIGSEGV
+//                    |  guard page      |  touching it is SIGSEGV
 //   low addresses    +------------------+  <- the mapping starts here
 //
 // Pages are only backed by memory once touched, so a 64 KiB stack that uses
