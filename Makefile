@@ -43,8 +43,15 @@ ECHO_4  := lessons/04-echo-server/echo_server.cpp
 DEMO_4  := lessons/04-echo-server/main.cpp $(ECHO_4)
 TESTS_4 := tests/L04_waiter_test.cpp tests/L04_io_test.cpp tests/L04_echo_test.cpp $(ECHO_4)
 # Programs built with a stage, beside its demo: build/echo_server is the course's main demo.
-PROGRAMS_4            := echo_server
+# echo_threads (thread per client) and echo_load (the load client) are make bench-echo's.
+PROGRAMS_4            := echo_server echo_threads echo_load
 SOURCES_echo_server   := lessons/04-echo-server/echo_main.cpp $(ECHO_4)
+SOURCES_echo_threads  := lessons/04-echo-server/echo_threads.cpp
+SOURCES_echo_load     := lessons/04-echo-server/echo_load.cpp
+
+# make bench: one program, built on the latest stage; each lesson adds its rows.
+SOURCES_bench := tests/bench/bench_main.cpp tests/bench/switch_bench.cpp \
+                 tests/bench/manager_bench.cpp tests/bench/memory_bench.cpp $(ECHO_4)
 
 LAST_LESSON := $(lastword $(LESSONS))
 
@@ -78,7 +85,7 @@ collect = $(foreach n,$(call upto,$(1)),$($(2)_$(n)))
 libsrcs = $(filter-out $(call collect,$(1),DROP),$(call collect,$(1),LIB))
 objects = $(addprefix $(OUT)/lesson$(1)/obj/,$(addsuffix .o,$(basename $(2))))
 
-.PHONY: all help run test check-stack check-backtrace check-echo-server gtest-check clean \
+.PHONY: all help run test bench bench-echo check-stack check-backtrace check-echo-server gtest-check clean \
         print-lessons
 all: $(addprefix lesson,$(LESSONS))
 
@@ -132,6 +139,8 @@ test-lesson$(1): gtest-check lesson$(1) $(OUT)/lesson$(1)/tests
          $$(PROGRAM_OBJS_$(1):.o=.d)
 endef
 $(foreach n,$(LESSONS),$(eval $(call STAGE,$(n))))
+$(eval $(call PROGRAM,$(LAST_LESSON),bench))
+-include $(PROGRAM_OBJS_$(LAST_LESSON):.o=.d)
 
 # ---- Top-level targets ----------------------------------------------------------------------
 # `make test` proves every stage on its own (stage N runs the tests of lessons
@@ -146,6 +155,13 @@ check-stack: all
 # gdb's `bt` inside a fiber must end at context_trampoline (skipped without gdb).
 check-backtrace: lesson2
 	@scripts/check-gdb-backtrace.sh $(OUT)/lesson2/demo
+
+# Benchmarks: never part of make test. See tests/bench/ and scripts/bench-echo.sh.
+bench: $(OUT)/bench
+	$(OUT)/bench
+
+bench-echo: lesson$(LAST_LESSON)
+	@scripts/bench-echo.sh $(OUT)
 
 # The echo_server program serves a line and stops cleanly on SIGINT.
 check-echo-server: lesson4
@@ -175,6 +191,8 @@ help:
 	@echo "make test            run every test of every stage, then check-stack"
 	@echo "make test-lessonN    run the tests of lessons 1..N against stage N"
 	@echo "make SAN=1 test      the same tests under AddressSanitizer + UBSan (build/san/)"
+	@echo "make bench           switch, yield, spawn, CondVar and memory costs, side by side (~1 min)"
+	@echo "make bench-echo      the echo servers under load: fibers vs a thread per client (~2 min)"
 	@echo "make check-stack     check that no built binary has an executable stack"
 	@echo "make check-backtrace check that gdb's bt inside a fiber ends at the trampoline"
 	@echo "make check-echo-server  echo a line through build/echo_server, stop it with SIGINT"

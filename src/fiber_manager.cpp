@@ -43,8 +43,18 @@ FiberManager::~FiberManager() {
 // changes hands, and AddressSanitizer is told which stack comes next.
 void FiberManager::switch_to(FiberRecord* next) {
     FiberRecord* self = running_;
-    self->exceptions = *thread_exceptions_;
-    *thread_exceptions_ = next->exceptions;
+    // The running fiber's state lives in the runtime's struct, and a record's
+    // copy is empty while its fiber runs. Almost no switch happens inside a
+    // catch block, so both sides are usually empty and nothing is copied.
+    ExceptionState& thread_state = *thread_exceptions_;
+    if (!thread_state.empty()) {
+        self->exceptions = thread_state;
+        thread_state = ExceptionState{};
+    }
+    if (!next->exceptions.empty()) {
+        thread_state = next->exceptions;
+        next->exceptions = ExceptionState{};
+    }
     next->state = FiberState::Running;
     running_ = next;
     switched_from_ = self;

@@ -18,6 +18,9 @@ namespace fib {
 struct ExceptionState {
     void* caught_exceptions = nullptr;  // top of the caught-exception stack
     unsigned int uncaught_exceptions = 0;
+
+    // No exception caught or in flight: true at almost every switch.
+    bool empty() const { return caught_exceptions == nullptr && uncaught_exceptions == 0; }
 };
 
 inline ExceptionState* thread_exception_state() {

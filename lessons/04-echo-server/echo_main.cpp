@@ -7,6 +7,7 @@
 // that pipe to turn readable like for any other fd.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -85,10 +86,21 @@ EchoOptions parse(int argc, char** argv) {
     return options;
 }
 
+// Every client holds an fd: lift the soft limit on open fds (often 1024) to the
+// hard limit, as servers do, so thousands of clients fit.
+void raise_fd_limit() {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &limit);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     const EchoOptions options = parse(argc, argv);
+    raise_fd_limit();
     if (::pipe2(signal_pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
         std::perror("echo_server: pipe2");
         return 1;

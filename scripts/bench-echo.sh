@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# bench-echo.sh — lesson 4: the fiber echo server against a thread per client, under echo_load.
+#
+# Usage: bench-echo.sh BUILD_DIR        (make bench-echo runs it on build/)
+#        SERVERS="fiber" bench-echo.sh build   (only some of the servers listed below)
+#        ROUNDS=5 bench-echo.sh build          (more rounds than the default 3)
+#
+# For each configuration (connections x message size), each round runs every
+# server once under a 2-second echo_load, the servers taking turns at going
+# first, so that a machine drifting during the run hits them all alike. It
+# prints a table of medians (with min-max) and RESULT lines for scripts, and
+# fails if echo_load saw a wrong byte, a failed connection or a failure exit.
+set -euo pipefail
+export LC_ALL=C  # a "." in numbers, whatever the locale
+build=${1:?usage: bench-echo.sh BUILD_DIR}
+build=${build%/}
+
+# The servers: a name, then the command that starts one on a free port. A
+# server that prints "listening on ADDR:PORT" and stops on SIGTERM fits here;
+# later lessons add theirs as one more line.
+server_table="
+fiber   $build/echo_server --port 0 --quiet --backend poll
+threads $build/echo_threads --port 0 --quiet
+"
+configs=("1 64" "100 64" "1000 64" "100 16384")  # connections, message bytes
+rounds=${ROUNDS:-3}
+seconds=2
+baseline=threads  # the ratio column divides by this server's rps
+
+fail() {
+    echo "bench-echo: $*" >&2
+    exit 1
+}
+
+declare -A command
+all_servers=()
+while read -r name rest; do
+    [ -n "$name" ] || continue
+    command[$name]=$rest
+    all_servers+=("$name")
+done <<<"$server_table"
+read -r -a servers <<<"${SERVERS:-${all_servers[*]}}"
+
+for name in "${servers[@]}"; do
+    [ -n "${command[$name]:-}" ] || fail "unknown server '$name' (known: ${all_servers[*]})"
+    read -r program _ <<<"${command[$name]}"
+    [ -x "$program" ] || fail "$program is missing: build it first (make bench-echo does)"
+done
+[ -x "$build/echo_load" ] || fail "$build/echo_load is missing: build it first (make bench-echo does)"
+
+work=$(mktemp -d)
+server_pid=""
+cleanup() {
+    [ -z "$server_pid" ] || kill -KILL "$server_pid" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Starts server $1; sets server_pid and server_port. Waits at most 5 s for its port.
+start_server() {
+    ${command[$1]} >"$work/server.out" 2>"$work/server.err" &
+    server_pid=$!
+    server_port=""
+    for _ in $(seq 50); do
+        server_port=$(sed -n 's/.*listening on [^ ]*:\([0-9][0-9]*\).*/\1/p' "$work/server.out")
+        [ -n "$server_port" ] && return
+        kill -0 "$server_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    cat "$work/server.out" "$work/server.err" >&2
+    fail "$1 did not say which port it listens on"
+}
+
+# SIGTERM, then at most 10 s for a clean exit 0.
+stop_server() {
+    kill -TERM "$server_pid"
+    for _ in $(seq 100); do
+        kill -0 "$server_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    local status=0
+    kill -0 "$server_pid" 2>/dev/null && { kill -KILL "$server_pid"; status=137; }
+    wait "$server_pid" || status=$?
+    server_pid=""
+    [ "$status" -eq 0 ] || { cat "$work/server.out" "$work/server.err" >&2; fail "$1 exited with status $status after SIGTERM"; }
+}
+
+# The value of key $2 in RESULT line $1.
+field() { awk -v key="$2" '{ for (i = 1; i <= NF; i++) if (index($i, key "=") == 1) print substr($i, length(key) + 2) }' <<<"$1"; }
+
+# "median min max" of the numbers given.
+summarize() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m, v[1], v[NR] }'; }
+
+echo "bench-echo: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), $(nproc) cores, $(uname -r)"
+echo "bench-echo: servers: ${servers[*]}; $rounds rounds of ${seconds} s per server and configuration"
+started=$(date +%s.%N)
+declare -A rps p99
+for config in "${configs[@]}"; do
+    read -r conns size <<<"$config"
+    for ((round = 0; round < rounds; round++)); do
+        # Round r starts with server r (mod the number of servers): the order rotates.
+        for ((turn = 0; turn < ${#servers[@]}; turn++)); do
+            name=${servers[(round + turn) % ${#servers[@]}]}
+            start_server "$name"
+            status=0
+            "$build/echo_load" --port "$server_port" --conns "$conns" --size "$size" \
+                --seconds "$seconds" >"$work/load.out" 2>&1 || status=$?
+            stop_server "$name"
+            result=$(grep '^RESULT name=echo ' "$work/load.out" || true)
+            if [ "$status" -ne 0 ] || [ -z "$result" ] || [ "$(field "$result" mismatches)" != 0 ] ||
+                [ "$(field "$result" errors)" != 0 ] || [ "$(field "$result" connect_errors)" != 0 ]; then
+                cat "$work/load.out" >&2
+                fail "echo_load against $name (conns=$conns size=$size) exited $status; see above"
+            fi
+            rps[$conns/$size/$name]+=" $(field "$result" rps)"
+            p99[$conns/$size/$name]+=" $(field "$result" p99_us)"
+            printf '  conns=%-5s size=%-6s round %d  %-8s %8s rps  p99 %8s us\n' "$conns" "$size" \
+                $((round + 1)) "$name" "$(field "$result" rps)" "$(field "$result" p99_us)"
+        done
+    done
+done
+
+echo
+printf '%-22s %-8s %-26s %-14s %s\n' "config" "server" "rps median (min-max)" "p99 us median" "rps / $baseline"
+results=()
+for config in "${configs[@]}"; do
+    read -r conns size <<<"$config"
+    baseline_rps=""
+    [ -z "${rps[$conns/$size/$baseline]:-}" ] || read -r baseline_rps _ <<<"$(summarize ${rps[$conns/$size/$baseline]})"
+    ratios=""
+    for name in "${servers[@]}"; do
+        read -r rps_median rps_min rps_max <<<"$(summarize ${rps[$conns/$size/$name]})"
+        read -r p99_median _ <<<"$(summarize ${p99[$conns/$size/$name]})"
+        ratio=-
+        if [ -n "$baseline_rps" ]; then
+            ratio=$(awk -v a="$rps_median" -v b="$baseline_rps" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+            [ "$name" = "$baseline" ] || ratios+=" ${name}_over_$baseline=$ratio"
+        fi
+        printf '%-22s %-8s %-26s %-14s %s\n' "conns=$conns size=$size" "$name" \
+            "$(printf '%.0f (%.0f-%.0f)' "$rps_median" "$rps_min" "$rps_max")" "$(printf '%.1f' "$p99_median")" "$ratio"
+        results+=("$(printf 'RESULT name=echo server=%s conns=%s size=%s rps=%.0f p99_us=%.1f runs=%s' \
+            "$name" "$conns" "$size" "$rps_median" "$p99_median" "$rounds")")
+    done
+    [ -z "$ratios" ] || results+=("RESULT name=echo_ratio conns=$conns size=$size${ratios}")
+done
+echo
+printf '%s\n' "${results[@]}"
+echo "bench-echo: done in $(awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN { printf "%.0f", e - s }') s"
