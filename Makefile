@@ -90,11 +90,13 @@ objects = $(addprefix $(OUT)/lesson$(1)/obj/,$(addsuffix .o,$(basename $(2))))
 all: $(addprefix lesson,$(LESSONS))
 
 # ---- One stage: library, demo, programs, tests, layer check ---------------------------------
-# A program of stage N (build/<name>), linked with stage N's library.
+# A program of stage N (build/<name>), linked with stage N's library. (The blank
+# line before endef keeps programs apart when a foreach strings several together.)
 define PROGRAM
 PROGRAM_OBJS_$(1) += $(call objects,$(1),$(SOURCES_$(2)))
 $(OUT)/$(2): $(call objects,$(1),$(SOURCES_$(2))) $(OUT)/lesson$(1)/libfib.a
 	$$(CXX) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@
+
 endef
 
 define STAGE

@@ -39,7 +39,8 @@ while read -r name rest; do
     command[$name]=$rest
     all_servers+=("$name")
 done <<<"$server_table"
-read -r -a servers <<<"${SERVERS:-${all_servers[*]}}"
+servers_wanted=${SERVERS:-${all_servers[*]}}
+read -r -a servers <<<"${servers_wanted//,/ }"  # "fiber threads" or "fiber,threads"
 
 for name in "${servers[@]}"; do
     [ -n "${command[$name]:-}" ] || fail "unknown server '$name' (known: ${all_servers[*]})"
@@ -51,7 +52,10 @@ done
 work=$(mktemp -d)
 server_pid=""
 cleanup() {
-    [ -z "$server_pid" ] || kill -KILL "$server_pid" 2>/dev/null || true
+    if [ -n "$server_pid" ]; then
+        kill -KILL "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+    fi
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -105,13 +109,15 @@ for config in "${configs[@]}"; do
             status=0
             "$build/echo_load" --port "$server_port" --conns "$conns" --size "$size" \
                 --seconds "$seconds" >"$work/load.out" 2>&1 || status=$?
-            stop_server "$name"
             result=$(grep '^RESULT name=echo ' "$work/load.out" || true)
             if [ "$status" -ne 0 ] || [ -z "$result" ] || [ "$(field "$result" mismatches)" != 0 ] ||
                 [ "$(field "$result" errors)" != 0 ] || [ "$(field "$result" connect_errors)" != 0 ]; then
                 cat "$work/load.out" >&2
-                fail "echo_load against $name (conns=$conns size=$size) exited $status; see above"
+                fail "echo_load against $name (conns=$conns size=$size) exited $status with" \
+                    "$(field "$result" mismatches) mismatches, $(field "$result" errors) failed connections," \
+                    "$(field "$result" connect_errors) connect errors (its output is above)"
             fi
+            stop_server "$name"
             rps[$conns/$size/$name]+=" $(field "$result" rps)"
             p99[$conns/$size/$name]+=" $(field "$result" p99_us)"
             printf '  conns=%-5s size=%-6s round %d  %-8s %8s rps  p99 %8s us\n' "$conns" "$size" \

@@ -61,9 +61,7 @@ Stack::Stack(std::size_t usable_size) {
     bottom_ = static_cast<char*>(mapping) + page;
 }
 
-Stack::~Stack() {
-    if (bottom_) munmap(bottom_ - page_size(), size_ + page_size());
-}
+void Stack::unmap() { munmap(bottom_ - page_size(), size_ + page_size()); }
 
 bool Stack::guard_contains(const void* address) const {
     const char* byte = static_cast<const char*>(address);

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -80,6 +81,11 @@ std::uint16_t local_port(int socket) {
     if (storage.ss_family == AF_INET6)
         return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_port);
     return ntohs(reinterpret_cast<const sockaddr_in*>(&storage)->sin_port);
+}
+
+void set_no_delay(int socket) {
+    const int on = 1;
+    ::setsockopt(socket, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
 }
 
 UniqueFd connect(const char* address, std::uint16_t port) {

@@ -24,7 +24,9 @@ public:
     // Maps `usable_size` bytes (rounded up to whole pages) plus one guard page.
     // Throws std::system_error if the kernel refuses the mapping.
     explicit Stack(std::size_t usable_size);
-    ~Stack();
+    ~Stack() {
+        if (bottom_) unmap();  // inline: most Stacks destroyed are moved-from, empty
+    }
 
     Stack(Stack&& other) noexcept
         : bottom_(std::exchange(other.bottom_, nullptr)), size_(std::exchange(other.size_, 0)) {}
@@ -46,6 +48,8 @@ public:
     explicit operator bool() const { return bottom_ != nullptr; }
 
 private:
+    void unmap();
+
     char* bottom_ = nullptr;  // the mapping starts one guard page below
     std::size_t size_ = 0;
 };

@@ -34,6 +34,11 @@ AddressText local_address_of(int socket);
 UniqueFd listen(const char* address, std::uint16_t port, int backlog = SOMAXCONN);
 std::uint16_t local_port(int socket);
 
+// Turns Nagle's algorithm off: small writes go out at once. A server that
+// answers one request with two writes (an echo bigger than its buffer) would
+// otherwise hold the second back until the peer's delayed ACK, ~40 ms later.
+void set_no_delay(int socket);
+
 // Connects from a fiber (waiting in the Waiter during the handshake). Returns
 // an invalid UniqueFd with errno set on failure.
 UniqueFd connect(const char* address, std::uint16_t port);

@@ -68,37 +68,42 @@ struct Options {
 Options parse(int argc, char** argv) {
     Options options;
     for (int i = 1; i < argc; ++i) {
-        const std::string_view flag = argv[i];
-        if (flag == "--help") {
+        const char* flag = argv[i];
+        auto value = [&]() -> const char* {
+            if (i + 1 >= argc) usage_error("%s needs a value", flag);
+            return argv[++i];
+        };
+        auto number = [&](std::uint64_t low, std::uint64_t high) -> std::uint64_t {
+            const char* text = value();
+            char* end = nullptr;
+            const unsigned long long number = std::strtoull(text, &end, 10);
+            if (*text < '0' || *text > '9' || *end != '\0' || number < low || number > high)
+                usage_error("%s wants a whole number from %lu to %lu, not '%s'", flag, low, high,
+                            text);
+            return number;
+        };
+        const std::string_view name = flag;
+        if (name == "--help") {
             std::fputs(kUsage, stdout);
             std::exit(0);
-        }
-        if (i + 1 >= argc) usage_error("%s needs a value (or is unknown)", argv[i]);
-        const char* text = argv[++i];
-        char* end = nullptr;
-        auto number = [&](std::uint64_t low, std::uint64_t high) -> std::uint64_t {
-            const unsigned long long value = std::strtoull(text, &end, 10);
-            if (*text < '0' || *text > '9' || *end != '\0' || value < low || value > high)
-                usage_error("%s wants a whole number from %lu to %lu, not '%s'", argv[i - 1], low,
-                            high, text);
-            return value;
-        };
-        if (flag == "--host") {
-            options.host = text;
-        } else if (flag == "--port") {
+        } else if (name == "--host") {
+            options.host = value();
+        } else if (name == "--port") {
             options.port = number(1, 65535);
-        } else if (flag == "--conns") {
+        } else if (name == "--conns") {
             options.conns = number(1, 1'000'000);
-        } else if (flag == "--size") {
+        } else if (name == "--size") {
             options.size = number(1, 1 << 20);
-        } else if (flag == "--pipeline") {
+        } else if (name == "--pipeline") {
             options.pipeline = number(1, 64);
-        } else if (flag == "--seconds") {
+        } else if (name == "--seconds") {
+            const char* text = value();
+            char* end = nullptr;
             options.seconds = std::strtod(text, &end);
             if (*end != '\0' || !(options.seconds > 0 && options.seconds <= 60))
                 usage_error("--seconds wants a number above 0 and up to 60, not '%s'", text);
         } else {
-            usage_error("unknown option '%s'", argv[i - 1]);
+            usage_error("unknown option '%s'", flag);
         }
     }
     const std::string_view host = options.host;

@@ -172,6 +172,7 @@ void accept_until_stopped(int listener, const Options& options) {
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
             continue;
         }
+        fib::tcp::set_no_delay(socket.get());  // as echo_server does: no Nagle
         const fib::tcp::AddressText name = fib::tcp::to_text(reinterpret_cast<sockaddr*>(&peer));
         try {
             std::thread(serve_client, std::move(socket), name, options.quiet).detach();
