@@ -38,10 +38,10 @@ const Figure* find(const std::vector<Figure>& figures, const std::string& name) 
 }
 
 void print_table(const std::vector<Figure>& figures) {
-    std::printf("\n%-20s %10s %10s %10s  %-6s %s\n", "figure", "median", "min", "max", "unit",
+    std::printf("\n%-26s %10s %10s %10s  %-6s %s\n", "figure", "median", "min", "max", "unit",
                 "compared, same run");
     for (const Figure& f : figures)
-        std::printf("%-20s %10.1f %10.1f %10.1f  %-6s %s\n", f.name.c_str(), f.value.median,
+        std::printf("%-26s %10.1f %10.1f %10.1f  %-6s %s\n", f.name.c_str(), f.value.median,
                     f.value.min, f.value.max, f.unit.c_str(), f.compared.c_str());
 }
 
