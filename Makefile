@@ -37,7 +37,7 @@ TESTS_3 := tests/L03_condvar_test.cpp tests/L03_channel_test.cpp tests/L03_misus
 
 LIB_4   := src/waiter.cpp src/io.cpp src/tcp.cpp
 HDRS_4  := include/fib/waiter.hpp include/fib/io.hpp include/fib/tcp.hpp include/fib/unique_fd.hpp \
-           lessons/04-echo-server/echo_server.hpp
+           lessons/04-echo-server/echo_server.hpp lessons/04-echo-server/server_program.hpp
 # The echo server itself, shared by the demo, the echo_server program and the tests.
 ECHO_4  := lessons/04-echo-server/echo_server.cpp
 DEMO_4  := lessons/04-echo-server/main.cpp $(ECHO_4)
@@ -45,8 +45,10 @@ TESTS_4 := tests/L04_waiter_test.cpp tests/L04_io_test.cpp tests/L04_echo_test.c
 # Programs built with a stage, beside its demo: build/echo_server is the course's main demo.
 # echo_threads (thread per client) and echo_load (the load client) are make bench-echo's.
 PROGRAMS_4            := echo_server echo_threads echo_load
-SOURCES_echo_server   := lessons/04-echo-server/echo_main.cpp $(ECHO_4)
-SOURCES_echo_threads  := lessons/04-echo-server/echo_threads.cpp
+SOURCES_echo_server   := lessons/04-echo-server/echo_main.cpp \
+                         lessons/04-echo-server/server_program.cpp $(ECHO_4)
+SOURCES_echo_threads  := lessons/04-echo-server/echo_threads.cpp \
+                         lessons/04-echo-server/server_program.cpp
 SOURCES_echo_load     := lessons/04-echo-server/echo_load.cpp
 
 # make bench: one program, built on the latest stage; each lesson adds its rows.

@@ -2,21 +2,15 @@
 //
 //   build/echo_server [--port N] [--bind ADDR] [--backend poll] [--quiet]
 //
-// SIGINT and SIGTERM reach the fibers through a pipe (the self-pipe trick): the
-// handler only writes the signal's number into it, and serve() is waiting for
-// that pipe to turn readable like for any other fd.
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/resource.h>
-#include <unistd.h>
-
+// SIGINT and SIGTERM reach the fibers through a pipe (the self-pipe trick, see
+// server_program.hpp): serve() waits for that pipe to turn readable like for
+// any other fd.
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <optional>
 
 #include "echo_server.hpp"
+#include "server_program.hpp"
 #include "fib/fiber_manager.hpp"
 #include "fib/waiter.hpp"
 
@@ -37,100 +31,30 @@ constexpr const char* kUsage =
     "\n"
     "Ctrl-C (SIGINT) or SIGTERM: stop accepting, close every client, print a summary, exit 0.\n";
 
-int signal_pipe[2] = {-1, -1};
-
-void on_stop_signal(int signal) {
-    const int saved_errno = errno;
-    const unsigned char number = static_cast<unsigned char>(signal);
-    [[maybe_unused]] ssize_t ignored = ::write(signal_pipe[1], &number, 1);
-    errno = saved_errno;
-}
-
-[[noreturn]] void usage_error(const char* format, const char* argument) {
-    std::fprintf(stderr, "echo_server: ");
-    std::fprintf(stderr, format, argument);
-    std::fprintf(stderr, "\n\n%s", kUsage);
-    std::exit(2);
-}
-
-EchoOptions parse(int argc, char** argv) {
-    EchoOptions options;
-    for (int i = 1; i < argc; ++i) {
-        const char* flag = argv[i];
-        auto value = [&]() -> const char* {
-            if (i + 1 >= argc) usage_error("%s needs a value", flag);
-            return argv[++i];
-        };
-        if (std::strcmp(flag, "--help") == 0) {
-            std::fputs(kUsage, stdout);
-            std::exit(0);
-        } else if (std::strcmp(flag, "--port") == 0) {
-            const char* text = value();
-            char* end = nullptr;
-            const long port = std::strtol(text, &end, 10);
-            if (*text == '\0' || *end != '\0' || port < 0 || port > 65535)
-                usage_error("--port wants a number from 0 to 65535, not '%s'", text);
-            options.port = static_cast<std::uint16_t>(port);
-        } else if (std::strcmp(flag, "--bind") == 0) {
-            options.bind = value();
-        } else if (std::strcmp(flag, "--backend") == 0) {
-            const char* backend = value();
-            if (std::strcmp(backend, "poll") != 0)
-                usage_error("unknown backend '%s' (this stage has: poll)", backend);
-        } else if (std::strcmp(flag, "--quiet") == 0) {
-            options.quiet = true;
-        } else {
-            usage_error("unknown option '%s'", flag);
-        }
-    }
-    return options;
-}
-
-// Every client holds an fd: lift the soft limit on open fds (often 1024) to the
-// hard limit, as servers do, so thousands of clients fit.
-void raise_fd_limit() {
-    rlimit limit{};
-    if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
-        limit.rlim_cur = limit.rlim_max;
-        ::setrlimit(RLIMIT_NOFILE, &limit);
-    }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-    const EchoOptions options = parse(argc, argv);
+    const ServerFlags flags = parse_server_flags(argc, argv, {"echo_server", kUsage, {"poll"}});
     raise_fd_limit();
-    if (::pipe2(signal_pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
-        std::perror("echo_server: pipe2");
-        return 1;
-    }
-    struct sigaction action {};
-    action.sa_handler = on_stop_signal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;
-    ::sigaction(SIGINT, &action, nullptr);
-    ::sigaction(SIGTERM, &action, nullptr);
+    const int stop_fd = stop_signal_pipe();
 
     fib::FiberManager manager;
     fib::Waiter waiter;
     std::optional<EchoServer> server;
     try {
-        server.emplace(options);
+        server.emplace(EchoOptions{.bind = flags.bind, .port = flags.port, .quiet = flags.quiet});
     } catch (const std::exception& error) {
         std::fprintf(stderr, "echo_server: %s\n", error.what());
         return 1;
     }
-    std::printf("echo_server: listening on %s:%u (backend poll); Ctrl-C stops it\n", options.bind,
-                server->port());
+    std::printf("echo_server: listening on %s:%u (backend %s); Ctrl-C stops it\n", flags.bind,
+                server->port(), flags.backend);
     std::fflush(stdout);
 
-    server->serve(signal_pipe[0]);
+    server->serve(stop_fd);
 
-    unsigned char signal = 0;
-    [[maybe_unused]] ssize_t got = ::read(signal_pipe[0], &signal, 1);
     std::printf("echo_server: %s: served %llu connections, echoed %llu bytes\n",
-                signal == SIGINT ? "SIGINT" : "SIGTERM",
+                stop_signal_name(stop_fd),
                 static_cast<unsigned long long>(server->connections_served()),
                 static_cast<unsigned long long>(server->bytes_echoed()));
     return 0;

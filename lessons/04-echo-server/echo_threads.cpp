@@ -9,12 +9,9 @@
 // server usually is: neither slowed down nor tuned.
 //
 // SIGINT and SIGTERM reach the accept loop through a pipe (the self-pipe
-// trick): the handler may run on any thread, and it only writes the signal's
-// number into the pipe, which the main thread polls beside the listener.
-#include <fcntl.h>
+// trick, see server_program.hpp): the handler may run on any thread, and the
+// main thread polls the pipe beside the listener.
 #include <poll.h>
-#include <signal.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -31,6 +28,7 @@
 
 #include "fib/tcp.hpp"
 #include "fib/unique_fd.hpp"
+#include "server_program.hpp"
 
 namespace {
 
@@ -48,70 +46,10 @@ constexpr const char* kUsage =
     "\n"
     "Ctrl-C (SIGINT) or SIGTERM: print a summary and exit 0 (clients are cut off).\n";
 
-struct Options {
-    const char* bind = "127.0.0.1";
-    std::uint16_t port = 8001;
-    bool quiet = false;
-};
-
 // Updated by every client thread; they are trivially destructible, so the
 // detached threads may still touch them while main returns.
 std::atomic<std::uint64_t> connections_served{0};
 std::atomic<std::uint64_t> bytes_echoed{0};
-
-int signal_pipe[2] = {-1, -1};
-
-void on_stop_signal(int signal) {
-    const int saved_errno = errno;
-    const unsigned char number = static_cast<unsigned char>(signal);
-    [[maybe_unused]] ssize_t ignored = ::write(signal_pipe[1], &number, 1);
-    errno = saved_errno;
-}
-
-[[noreturn]] void usage_error(const char* format, const char* argument) {
-    std::fprintf(stderr, "echo_threads: ");
-    std::fprintf(stderr, format, argument);
-    std::fprintf(stderr, "\n\n%s", kUsage);
-    std::exit(2);
-}
-
-Options parse(int argc, char** argv) {
-    Options options;
-    for (int i = 1; i < argc; ++i) {
-        const char* flag = argv[i];
-        auto value = [&]() -> const char* {
-            if (i + 1 >= argc) usage_error("%s needs a value", flag);
-            return argv[++i];
-        };
-        if (std::strcmp(flag, "--help") == 0) {
-            std::fputs(kUsage, stdout);
-            std::exit(0);
-        } else if (std::strcmp(flag, "--port") == 0) {
-            const char* text = value();
-            char* end = nullptr;
-            const long port = std::strtol(text, &end, 10);
-            if (*text == '\0' || *end != '\0' || port < 0 || port > 65535)
-                usage_error("--port wants a number from 0 to 65535, not '%s'", text);
-            options.port = static_cast<std::uint16_t>(port);
-        } else if (std::strcmp(flag, "--bind") == 0) {
-            options.bind = value();
-        } else if (std::strcmp(flag, "--quiet") == 0) {
-            options.quiet = true;
-        } else {
-            usage_error("unknown option '%s'", flag);
-        }
-    }
-    return options;
-}
-
-// A thread per client means an fd per client: allow as many as the hard limit.
-void raise_fd_limit() {
-    rlimit limit{};
-    if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
-        limit.rlim_cur = limit.rlim_max;
-        ::setrlimit(RLIMIT_NOFILE, &limit);
-    }
-}
 
 // One client's thread: read what it sends and write it all back, until it
 // closes or fails. The socket is blocking, so read() and send() simply wait
@@ -150,8 +88,8 @@ void serve_client(fib::UniqueFd socket, fib::tcp::AddressText name, bool quiet) 
 // Accepts until the signal pipe turns readable. The listener is non-blocking
 // (poll may report a connection that is gone by the time accept() looks); the
 // accepted sockets are blocking, for their threads.
-void accept_until_stopped(int listener, const Options& options) {
-    pollfd watched[2] = {{signal_pipe[0], POLLIN, 0}, {listener, POLLIN, 0}};
+void accept_until_stopped(int listener, int stop_fd, bool quiet) {
+    pollfd watched[2] = {{stop_fd, POLLIN, 0}, {listener, POLLIN, 0}};
     for (;;) {
         if (::poll(watched, 2, -1) < 0) {
             if (errno == EINTR) continue;
@@ -175,7 +113,7 @@ void accept_until_stopped(int listener, const Options& options) {
         fib::tcp::set_no_delay(socket.get());  // as echo_server does: no Nagle
         const fib::tcp::AddressText name = fib::tcp::to_text(reinterpret_cast<sockaddr*>(&peer));
         try {
-            std::thread(serve_client, std::move(socket), name, options.quiet).detach();
+            std::thread(serve_client, std::move(socket), name, quiet).detach();
         } catch (const std::system_error& error) {
             // No thread for this client (EAGAIN: see ulimit -u, threads-max).
             std::fprintf(stderr, "echo_threads: no thread for %s: %s\n", name.text, error.what());
@@ -188,36 +126,25 @@ void accept_until_stopped(int listener, const Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const Options options = parse(argc, argv);
+    const ServerFlags flags = parse_server_flags(argc, argv, {"echo_threads", kUsage, {}});
     raise_fd_limit();
-    if (::pipe2(signal_pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
-        std::perror("echo_threads: pipe2");
-        return 1;
-    }
-    struct sigaction action {};
-    action.sa_handler = on_stop_signal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;  // client threads' read()/send() resume; poll() never does
-    ::sigaction(SIGINT, &action, nullptr);
-    ::sigaction(SIGTERM, &action, nullptr);
+    const int stop_fd = stop_signal_pipe();  // SA_RESTART: client threads' read()/send() resume
 
     fib::UniqueFd listener;
     try {
-        listener = fib::tcp::listen(options.bind, options.port);
+        listener = fib::tcp::listen(flags.bind, flags.port);
     } catch (const std::exception& error) {
         std::fprintf(stderr, "echo_threads: %s\n", error.what());
         return 1;
     }
-    std::printf("echo_threads: listening on %s:%u; Ctrl-C stops it\n", options.bind,
+    std::printf("echo_threads: listening on %s:%u; Ctrl-C stops it\n", flags.bind,
                 fib::tcp::local_port(listener.get()));
     std::fflush(stdout);
 
-    accept_until_stopped(listener.get(), options);
+    accept_until_stopped(listener.get(), stop_fd, flags.quiet);
 
-    unsigned char signal = 0;
-    [[maybe_unused]] ssize_t got = ::read(signal_pipe[0], &signal, 1);
     std::printf("echo_threads: %s: served %llu connections, echoed %llu bytes\n",
-                signal == SIGINT ? "SIGINT" : "SIGTERM",
+                stop_signal_name(stop_fd),
                 static_cast<unsigned long long>(connections_served.load()),
                 static_cast<unsigned long long>(bytes_echoed.load()));
     std::fflush(stdout);

@@ -1,0 +1,41 @@
+// server_program.hpp — lesson 4: what the server programs share: flags, the fd limit, stop signals.
+//
+// echo_server and echo_threads take the same flags and stop the same way:
+//
+//   ServerFlags flags = parse_server_flags(argc, argv, {"echo_server", kUsage, {"poll"}});
+//   raise_fd_limit();
+//   int stop_fd = stop_signal_pipe();   // readable once SIGINT or SIGTERM arrives
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+
+struct ServerFlags {
+    const char* bind = "127.0.0.1";  // --bind ADDR
+    std::uint16_t port = 8001;       // --port N
+    bool quiet = false;              // --quiet
+    const char* backend = nullptr;   // --backend NAME, for programs that have backends
+};
+
+struct ServerProgram {
+    const char* name;                           // "echo_server", for messages
+    const char* usage;                          // printed by --help and after an error
+    std::initializer_list<const char*> backends;  // what --backend accepts; empty: no flag
+};
+
+// Parses the flags above, the first backend being the default. --help prints
+// the usage and exits 0; a bad flag prints what is wrong and exits 2.
+ServerFlags parse_server_flags(int argc, char** argv, const ServerProgram& program);
+
+// One fd per client: lifts the soft limit on open fds (often 1024) to the hard
+// limit, as servers do, so thousands of clients fit.
+void raise_fd_limit();
+
+// SIGINT and SIGTERM reach the program through a pipe (the self-pipe trick):
+// the handler only writes the signal's number into it. Returns the read end,
+// which turns readable at the first signal. SA_RESTART: other system calls
+// carry on as if no signal had come.
+int stop_signal_pipe();
+
+// "SIGINT" or "SIGTERM": which signal arrived, read from the pipe's read end.
+const char* stop_signal_name(int stop_fd);
