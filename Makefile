@@ -35,13 +35,15 @@ HDRS_3  := include/fib/condvar.hpp include/fib/channel.hpp
 DEMO_3  := lessons/03-condvar/main.cpp
 TESTS_3 := tests/L03_condvar_test.cpp tests/L03_channel_test.cpp tests/L03_misuse_test.cpp
 
-LIB_4   := src/waiter.cpp src/io.cpp src/tcp.cpp
-HDRS_4  := include/fib/waiter.hpp include/fib/io.hpp include/fib/tcp.hpp include/fib/unique_fd.hpp \
-           lessons/04-echo-server/echo_server.hpp lessons/04-echo-server/server_program.hpp
+LIB_4   := src/poll_poller.cpp src/pollers.cpp src/waiter.cpp src/io.cpp src/tcp.cpp
+HDRS_4  := include/fib/poller.hpp include/fib/waiter.hpp include/fib/io.hpp include/fib/tcp.hpp include/fib/unique_fd.hpp \
+           lessons/04-echo-server/echo_server.hpp lessons/04-echo-server/server_program.hpp \
+           lessons/04-echo-server/load_connections.hpp
 # The echo server itself, shared by the demo, the echo_server program and the tests.
 ECHO_4  := lessons/04-echo-server/echo_server.cpp
 DEMO_4  := lessons/04-echo-server/main.cpp $(ECHO_4)
-TESTS_4 := tests/L04_waiter_test.cpp tests/L04_io_test.cpp tests/L04_echo_test.cpp $(ECHO_4)
+TESTS_4 := tests/L04_waiter_test.cpp tests/L04_waiter_misuse_test.cpp tests/L04_io_test.cpp tests/L04_close_test.cpp \
+           tests/L04_echo_test.cpp tests/L04_echo_hostile_test.cpp $(ECHO_4)
 # Programs built with a stage, beside its demo: build/echo_server is the course's main demo.
 # echo_threads (thread per client) and echo_load (the load client) are make bench-echo's.
 PROGRAMS_4            := echo_server echo_threads echo_load
@@ -49,7 +51,8 @@ SOURCES_echo_server   := lessons/04-echo-server/echo_main.cpp \
                          lessons/04-echo-server/server_program.cpp $(ECHO_4)
 SOURCES_echo_threads  := lessons/04-echo-server/echo_threads.cpp \
                          lessons/04-echo-server/server_program.cpp
-SOURCES_echo_load     := lessons/04-echo-server/echo_load.cpp
+SOURCES_echo_load     := lessons/04-echo-server/echo_load.cpp \
+                         lessons/04-echo-server/load_connections.cpp
 
 # make bench: one program, built on the latest stage; each lesson adds its rows.
 SOURCES_bench := tests/bench/bench_main.cpp tests/bench/switch_bench.cpp \

@@ -66,6 +66,11 @@ ssize_t send_all(int socket, const void* data, std::size_t size) {
     return put_all(socket, data, size, send, "send_all");
 }
 
+int close(int fd) {
+    if (Waiter* waiter = Waiter::current()) waiter->forget(fd);
+    return ::close(fd);
+}
+
 int accept(int listener, sockaddr* address, socklen_t* length) {
     for (;;) {
         const int fd = ::accept4(listener, address, length, SOCK_NONBLOCK | SOCK_CLOEXEC);

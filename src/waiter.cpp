@@ -1,8 +1,5 @@
-// waiter.cpp — lesson 4: the Waiter's fiber loop around poll(2), and wait().
+// waiter.cpp — lesson 4: the Waiter's fiber loop around its Poller, and wait().
 #include "fib/waiter.hpp"
-
-#include <cerrno>
-#include <cstring>
 
 #include "fib/fatal.hpp"
 
@@ -25,8 +22,9 @@ FiberManager& manager_of_this_thread() {
 
 Waiter* Waiter::current() noexcept { return current_waiter; }
 
-Waiter::Waiter()
+Waiter::Waiter(const char* backend)
     : manager_(manager_of_this_thread()),
+      poller_(make_poller(backend)),
       fiber_({.name = "waiter", .service = true}, [this] { run(); }) {
     if (current_waiter) fatal("a second Waiter was created on a thread that already has one");
     current_waiter = this;
@@ -45,13 +43,13 @@ Waiter::~Waiter() {
     current_waiter = nullptr;
 }
 
-// The Waiter's fiber. Each turn: poll every registered fd (without blocking if
-// anyone else is ready to run), wake the fibers whose fd is ready, then yield
-// so they run.
+// The Waiter's fiber. Each turn: ask the Poller which fds are ready (without
+// blocking if anyone else is ready to run), wake the fibers waiting on them,
+// then yield so they run.
 void Waiter::run() {
     self_ = manager_.running();
     for (;;) {
-        if (pollfds_.empty()) {
+        if (stats_.waiting == 0) {
             if (stopping_) return;
             // Nothing to poll: sleep until wait() registers an fd. If no other
             // fiber can run either, park() reports the deadlock.
@@ -62,36 +60,23 @@ void Waiter::run() {
         const bool others_ready = manager_.ready_count() > 0;
         ++stats_.polls;
         if (!others_ready) ++stats_.blocking_polls;
-        const int ready = ::poll(pollfds_.data(), pollfds_.size(), others_ready ? 0 : -1);
-        if (ready < 0 && errno != EINTR)
-            fatal("the Waiter's poll() on %zu fds failed: %s", pollfds_.size(), std::strerror(errno));
-        if (ready > 0) wake_ready();
+        ready_.clear();
+        poller_->wait(others_ready ? 0 : -1, ready_);
+        wake_ready();
         manager_.yield();
     }
 }
 
-// One pass over the polled fds, in the order they were registered: wake the
-// reader and the writer each fd's revents are for, then keep the fd's pollfd
-// (with the events still wanted) or drop it, packing the array as we go.
+// For each ready fd, in the order the Poller reports them: wake the reader
+// and the writer its revents are for, then tell the Poller what is still
+// wanted on it.
 void Waiter::wake_ready() {
-    std::size_t kept = 0;
-    for (pollfd request : pollfds_) {
-        FdWaiters& fd = by_fd_[request.fd];
-        if (request.revents) {
-            wake_if_ready(fd, fd.reader, request.revents);
-            wake_if_ready(fd, fd.writer, request.revents);
-            request.events = static_cast<short>((fd.reader ? fd.reader->events : 0) |
-                                                (fd.writer ? fd.writer->events : 0));
-            request.revents = 0;
-        }
-        if (request.events == 0) {
-            fd.slot = -1;
-            continue;
-        }
-        fd.slot = static_cast<int>(kept);
-        pollfds_[kept++] = request;
+    for (const PollEvent& event : ready_) {
+        FdWaiters& fd = by_fd_[event.fd];
+        wake_if_ready(fd, fd.reader, event.revents);
+        wake_if_ready(fd, fd.writer, event.revents);
+        poller_->watch(event.fd, fd.events());
     }
-    pollfds_.resize(kept);
 }
 
 // Errors and hang-ups concern both directions; POLLIN and POLLOUT only theirs.
@@ -132,11 +117,7 @@ short Waiter::wait(int fd, short events) {
     Waiting waiting{events, 0, self};
     if (reads) waiters.reader = &waiting;
     if (writes) waiters.writer = &waiting;
-    if (waiters.slot < 0) {
-        waiters.slot = static_cast<int>(pollfds_.size());
-        pollfds_.push_back(pollfd{fd, 0, 0});
-    }
-    pollfds_[waiters.slot].events |= events;
+    poller_->watch(fd, waiters.events());
     ++stats_.waiting;
     if (idle_) {
         idle_ = false;
@@ -146,11 +127,23 @@ short Waiter::wait(int fd, short events) {
     return waiting.revents;
 }
 
+void Waiter::forget(int fd) {
+    if (fd < 0) return;
+    FdWaiters& waiters = waiters_of(fd);
+    wake_if_ready(waiters, waiters.reader, POLLNVAL);
+    wake_if_ready(waiters, waiters.writer, POLLNVAL);
+    poller_->forget(fd);
+}
+
 Waiter::FdWaiters& Waiter::waiters_of(int fd) {
     if (static_cast<std::size_t>(fd) >= by_fd_.size()) by_fd_.resize(fd + 1);
     return by_fd_[fd];
 }
 
-WaiterStats Waiter::stats() const { return stats_; }
+WaiterStats Waiter::stats() const {
+    WaiterStats stats = stats_;
+    stats.interest_changes = poller_->interest_changes();
+    return stats;
+}
 
 }  // namespace fib

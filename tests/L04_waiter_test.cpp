@@ -1,22 +1,21 @@
 // L04_waiter_test.cpp — lesson 4: the Waiter. A fiber waiting on an fd stays parked until the fd
 // is ready and gets poll's revents (POLLIN, POLLOUT, POLLHUP, POLLERR, POLLNVAL); a reader and a
 // writer share one fd; ready fibers wake in registration order; an idle thread costs one blocking
-// poll, and no poll blocks while other fibers are ready; ~Waiter waits for every fiber; misuse
-// and a deadlock with a parked Waiter stop the program with a clear message.
-#include <fcntl.h>
+// poll, and no poll blocks while other fibers are ready; ~Waiter waits for every fiber. Misuse
+// and a deadlock with a parked Waiter are in tests/L04_waiter_misuse_test.cpp.
 #include <gtest/gtest.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "fib/condvar.hpp"
+#include "L04_waiter_harness.hpp"
 #include "fib/fiber.hpp"
 #include "fib/io.hpp"
 #include "fib/unique_fd.hpp"
@@ -24,19 +23,7 @@
 
 namespace {
 
-struct Pair {
-    fib::UniqueFd first, second;  // a pipe's read and write ends, or a socketpair's two ends
-};
-
-// A non-blocking pipe, or (`socket`) a Unix stream socketpair.
-Pair make_fds(bool socket = false) {
-    int fds[2] = {-1, -1};
-    const int made = socket
-                         ? ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds)
-                         : ::pipe2(fds, O_NONBLOCK | O_CLOEXEC);
-    if (made != 0) ADD_FAILURE() << "pipe2/socketpair failed";
-    return {fib::UniqueFd(fds[0]), fib::UniqueFd(fds[1])};
-}
+using namespace l04_waiter;
 
 // A fiber waits on `fd` for `events` while another closes `other`; returns what the wait got.
 short wait_while_another_fiber_closes(fib::Waiter& waiter, int fd, short events,
@@ -299,72 +286,6 @@ TEST(L04_Waiter, DestructorWaitsForAFiberStillWaitingOnAPipe) {
     EXPECT_EQ(got, 'd');
     EXPECT_EQ(fib::Waiter::current(), nullptr);
     EXPECT_EQ(manager.stats().finished, 2u);
-}
-
-// Main waits on a CondVar nobody notifies; the Waiter, with no fd to poll, parks too.
-void main_waits_forever_beside_an_idle_waiter() {
-    fib::FiberManager manager;
-    fib::Waiter waiter;
-    fib::CondVar never;
-    never.wait();
-}
-
-void two_fibers_wait_to_read_one_fd() {
-    fib::FiberManager manager;
-    fib::Waiter waiter;
-    Pair pipe = make_fds();
-    const int fd = pipe.first.get();
-    fib::Fiber first({.name = "first"}, [&] { waiter.wait(fd, POLLIN); });
-    fib::Fiber second({.name = "second"}, [&] { waiter.wait(fd, POLLIN); });
-    first.join();
-}
-
-void wait_for_no_events() {
-    fib::FiberManager manager;
-    fib::Waiter waiter;
-    waiter.wait(0, 0);
-}
-
-void read_an_empty_pipe_with_no_waiter() {
-    fib::FiberManager manager;
-    char byte;
-    fib::io::read(make_fds().first.get(), &byte, 1);
-}
-
-void second_waiter_on_one_thread() {
-    fib::FiberManager manager;
-    fib::Waiter first;
-    fib::Waiter second;
-}
-
-TEST(L04_WaiterDeathTest, DeadlockWithAnIdleWaiterIsReportedNamingMainAndTheWaiter) {
-    EXPECT_DEATH(main_waits_forever_beside_an_idle_waiter(),
-                 "fib: deadlock: no fiber is ready to run, and these are blocked:\n"
-                 "  fiber 0 \\(main\\): in CondVar::wait, on 0x[0-9a-f]+\n"
-                 "  fiber 1 \\(waiter\\): in Waiter: no fd to poll, on 0x[0-9a-f]+\n"
-                 "fib: fatal: deadlock");
-}
-
-TEST(L04_WaiterDeathTest, TwoFibersWaitingToReadOneFdStops) {
-    EXPECT_DEATH(two_fibers_wait_to_read_one_fd(),
-                 "fib: fatal: fiber 3 \\(second\\) waits to read fd [0-9]+, which fiber 2 "
-                 "\\(first\\) already waits to read; one fiber per direction per fd");
-}
-
-TEST(L04_WaiterDeathTest, WaitWithNoEventsStops) {
-    EXPECT_DEATH(wait_for_no_events(),
-                 "fib: fatal: fiber 0 \\(main\\) called Waiter::wait\\(fd 0, events 0x0\\): "
-                 "need fd >= 0");
-}
-
-TEST(L04_WaiterDeathTest, IoReadThatMustWaitOnAThreadWithNoWaiterStops) {
-    EXPECT_DEATH(read_an_empty_pipe_with_no_waiter(),
-                 "fib: fatal: fib::io::read\\(\\) had to wait on a thread with no Waiter");
-}
-
-TEST(L04_WaiterDeathTest, SecondWaiterOnOneThreadStops) {
-    EXPECT_DEATH(second_waiter_on_one_thread(),
-                 "fib: fatal: a second Waiter was created on a thread that already has one");
 }
 
 }  // namespace

@@ -33,6 +33,12 @@ ssize_t write_all(int fd, const void* data, std::size_t size);
 // EPIPE here instead of a SIGPIPE that would kill the process.
 ssize_t send_all(int socket, const void* data, std::size_t size);
 
+// Closes `fd`, first telling this thread's Waiter (if any) to forget it: a
+// fiber still waiting on it wakes with POLLNVAL, and a Poller that remembers
+// fds (lesson 5's epoll) cannot mistake a new fd that reuses the number for
+// the old one. UniqueFd closes through here.
+int close(int fd);
+
 // accept4() with SOCK_NONBLOCK | SOCK_CLOEXEC: the new socket is ready for
 // these helpers. Retries a connection aborted before it was accepted.
 int accept(int listener, sockaddr* address, socklen_t* length);

@@ -1,9 +1,9 @@
 // unique_fd.hpp — lesson 4: UniqueFd, an owned file descriptor, closed when the owner goes.
 #pragma once
 
-#include <unistd.h>
-
 #include <utility>
+
+#include "fib/io.hpp"
 
 namespace fib {
 
@@ -23,9 +23,10 @@ public:
     int get() const noexcept { return fd_; }
     explicit operator bool() const noexcept { return fd_ >= 0; }
     int release() noexcept { return std::exchange(fd_, -1); }
-    // Closes the fd held (if any) and holds `fd` instead.
+    // Closes the fd held (if any, through io::close, so the thread's Waiter
+    // forgets it) and holds `fd` instead.
     void reset(int fd = -1) noexcept {
-        if (fd_ >= 0) ::close(fd_);
+        if (fd_ >= 0) io::close(fd_);
         fd_ = fd;
     }
 

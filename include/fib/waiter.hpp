@@ -1,4 +1,4 @@
-// waiter.hpp — lesson 4: the Waiter, a fiber that asks the kernel (poll(2)) which fds are ready.
+// waiter.hpp — lesson 4: the Waiter, a fiber that asks the kernel which fds are ready.
 //
 //   fib::FiberManager manager;
 //   fib::Waiter waiter;                         // starts the "waiter" fiber
@@ -6,12 +6,13 @@
 //   short revents = waiter.wait(fd, POLLIN);    // sleeps until fd is readable
 //
 // A fiber that must wait for an fd registers it here and parks. The Waiter is
-// itself a fiber in the ready queue: on its turn it calls poll() on every
-// registered fd and wakes the fibers whose fd is ready.
+// itself a fiber in the ready queue: on its turn it asks the kernel, through
+// its Poller (poll(2) in lesson 4, see poller.hpp), which registered fds are
+// ready, and wakes the fibers waiting on them.
 //
 //   client fibers        Waiter fiber                  kernel
 //   wait(5, POLLIN) --+
-//   wait(7, POLLOUT) -+-> pollfds [5 IN][7 OUT] --poll()--> which are ready?
+//   wait(7, POLLOUT) -+-> fd 5: IN, fd 7: OUT --poll()--> which are ready?
 //   (parked)     <-------- wake(fiber on 5) <------------- 5: POLLIN
 //
 // It never spins: when other fibers are ready it polls with timeout 0 and
@@ -22,30 +23,34 @@
 // One fiber per direction per fd: a second fiber waiting to read (or write) an
 // fd that a fiber already waits to read (write) is a programming error and
 // stops the program naming both. A reader and a writer on one fd are fine:
-// they share the fd's one pollfd, so poll() never sees an fd twice.
+// the Poller is asked for the union of their events, once per fd.
 #pragma once
 
 #include <poll.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "fib/fiber.hpp"
+#include "fib/poller.hpp"
 
 namespace fib {
 
 struct WaiterStats {
-    std::uint64_t polls = 0;           // poll() calls
-    std::uint64_t blocking_polls = 0;  // of those, with no timeout (nothing else was ready)
-    std::uint64_t wakeups = 0;         // fibers woken because their fd was ready
-    std::size_t waiting = 0;           // fibers waiting now
+    std::uint64_t polls = 0;             // calls to the Poller's wait (poll(2) in lesson 4)
+    std::uint64_t blocking_polls = 0;    // of those, with no timeout (nothing else was ready)
+    std::uint64_t wakeups = 0;           // fibers woken because their fd was ready
+    std::uint64_t interest_changes = 0;  // epoll_ctl calls (lesson 5); 0 with poll
+    std::size_t waiting = 0;             // fibers waiting now
 };
 
 class Waiter {
 public:
     // On the calling thread's FiberManager, which must exist; one per thread.
-    Waiter();
+    // `backend` names the Poller (see make_poller); nullptr: the default.
+    explicit Waiter(const char* backend = nullptr);
     // Call from main: first waits for every fiber (as ~FiberManager does), then
     // ends the Waiter's own fiber.
     ~Waiter();
@@ -60,6 +65,11 @@ public:
     // be or include POLLERR, POLLHUP or POLLNVAL: the caller decides.
     short wait(int fd, short events);
 
+    // `fd` is about to be closed (io::close and UniqueFd call this): a fiber
+    // still waiting on it wakes with POLLNVAL, and the Poller forgets it.
+    void forget(int fd);
+
+    const char* backend() const { return poller_->name(); }
     WaiterStats stats() const;
 
 private:
@@ -69,11 +79,13 @@ private:
         short revents;
         FiberRecord* fiber;
     };
-    // Who waits on one fd, and where its request sits in pollfds_ (-1: none).
+    // Who waits on one fd: at most one reader and one writer.
     struct FdWaiters {
         Waiting* reader = nullptr;
         Waiting* writer = nullptr;
-        int slot = -1;
+        short events() const {
+            return static_cast<short>((reader ? reader->events : 0) | (writer ? writer->events : 0));
+        }
     };
 
     void run();
@@ -82,10 +94,11 @@ private:
     FdWaiters& waiters_of(int fd);
 
     FiberManager& manager_;
-    std::vector<FdWaiters> by_fd_;  // indexed by fd
-    std::vector<pollfd> pollfds_;   // one per fd with a waiter, packed: poll()'s argument
-    FiberRecord* self_ = nullptr;   // the Waiter's fiber, once it has run
-    bool idle_ = false;             // parked with nothing to poll
+    std::unique_ptr<Poller> poller_;
+    std::vector<FdWaiters> by_fd_;       // indexed by fd
+    std::vector<PollEvent> ready_;       // filled by each Poller wait
+    FiberRecord* self_ = nullptr;        // the Waiter's fiber, once it has run
+    bool idle_ = false;                  // parked with nothing to poll
     bool stopping_ = false;
     WaiterStats stats_;
     Fiber fiber_;  // last: it starts running only after the rest is built

@@ -1,0 +1,172 @@
+// L04_echo_harness.hpp — lesson 4: what the echo server's tests share. The server on a thread of
+// its own, bounded polling for its state, random payloads, the fds open in this process, and
+// clients both ways: fibers (round_trip, read_back) and blocking sockets (blocking_echo).
+// Included by tests/L04_echo_test.cpp and tests/L04_echo_hostile_test.cpp.
+#pragma once
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <future>
+#include <random>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "../lessons/04-echo-server/echo_server.hpp"
+#include "fib/fiber.hpp"
+#include "fib/io.hpp"
+#include "fib/tcp.hpp"
+#include "fib/unique_fd.hpp"
+#include "fib/waiter.hpp"
+
+namespace l04_echo {
+
+using Bytes = std::vector<unsigned char>;
+inline constexpr std::size_t kMiB = 1024 * 1024, kChunk = 64 * 1024;
+
+// The server under test, on a thread of its own with its FiberManager and Waiter: serve() runs
+// on that thread's main until a byte arrives on the stop pipe. `live` reads the server's atomics
+// while it runs; `after` is what serve() left behind, valid once stop() has joined the thread.
+struct ServerThread {
+    struct After {
+        fib::ManagerStats manager;
+        fib::WaiterStats waiter;
+        std::uint64_t served = 0, echoed = 0;
+        std::size_t open = 1;
+        bool returned = false;  // serve() came back
+    };
+
+    ServerThread() {
+        if (::pipe2(stop_pipe, O_CLOEXEC) != 0) std::abort();
+        std::promise<EchoServer*> started;
+        std::future<EchoServer*> running = started.get_future();
+        thread = std::thread([this, started = std::move(started)]() mutable {
+            fib::FiberManager manager;
+            fib::Waiter waiter;
+            EchoServer server({.port = 0, .quiet = true});
+            started.set_value(&server);
+            server.serve(stop_pipe[0]);
+            after = {manager.stats(), waiter.stats(), server.connections_served(),
+                     server.bytes_echoed(), server.open_connections(), true};
+        });
+        live = running.get();
+        port = live->port();
+    }
+    ~ServerThread() {
+        stop();
+        ::close(stop_pipe[0]);
+        ::close(stop_pipe[1]);
+    }
+    void stop() {
+        if (!thread.joinable()) return;
+        [[maybe_unused]] ssize_t written = ::write(stop_pipe[1], "x", 1);
+        thread.join();
+    }
+
+    int stop_pipe[2] = {-1, -1};
+    std::thread thread;
+    const EchoServer* live = nullptr;
+    std::uint16_t port = 0;
+    After after;
+};
+
+// Bounded polling for state that lives in the server's thread: at most 20 s, then false.
+template <class Predicate>
+bool eventually(Predicate done) {
+    for (int i = 0; i < 20000 && !done(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return done();
+}
+
+// `size` random bytes, eight from each draw.
+inline Bytes random_bytes(std::size_t size, std::mt19937_64& random) {
+    Bytes bytes(size + 8);
+    for (std::size_t at = 0; at < size; at += 8) {
+        const std::uint64_t draw = random();
+        std::memcpy(&bytes[at], &draw, sizeof draw);
+    }
+    bytes.resize(size);
+    return bytes;
+}
+
+// The fds open in this process (not counting the one that lists them).
+inline std::set<int> open_fds() {
+    std::set<int> fds;
+    DIR* dir = ::opendir("/proc/self/fd");
+    while (const dirent* entry = dir ? ::readdir(dir) : nullptr)
+        if (entry->d_name[0] != '.' && std::atoi(entry->d_name) != ::dirfd(dir))
+            fds.insert(std::atoi(entry->d_name));
+    if (dir) ::closedir(dir);
+    return fds;
+}
+
+// From a fiber: reads the echo on `fd` until EOF, checking it byte for byte against `expected`.
+inline bool read_back(int fd, const Bytes& expected) {
+    Bytes buffer(kChunk);
+    std::size_t have = 0;
+    bool same = true;
+    ssize_t n;
+    while ((n = fib::io::read(fd, buffer.data(), buffer.size())) > 0) {
+        const auto got = static_cast<std::size_t>(n);
+        same = same && have + got <= expected.size() &&
+               std::memcmp(buffer.data(), expected.data() + have, got) == 0;
+        have += got;
+    }
+    return n == 0 && same && have == expected.size();
+}
+
+// A client fiber's conversation: connect; a writer fiber sends `payload`, then SHUT_WR, while
+// this fiber reads the echo. Reading must go on during the writes, or a large payload fills
+// both sides' buffers and client and server deadlock.
+inline bool round_trip(std::uint16_t port, const Bytes& payload) {
+    fib::UniqueFd socket = fib::tcp::connect("127.0.0.1", port);
+    if (!socket) return false;
+    const int fd = socket.get();
+    fib::Fiber writer([fd, &payload] {
+        for (std::size_t at = 0; at < payload.size(); at += kChunk)
+            if (fib::io::send_all(fd, &payload[at], std::min(kChunk, payload.size() - at)) < 0)
+                return;
+        ::shutdown(fd, SHUT_WR);
+    });
+    const bool intact = read_back(fd, payload);
+    writer.join();
+    return intact;
+}
+
+// A blocking client socket for the tests without fibers. The timeouts only turn a hang (a
+// broken server) into a failed call; no result depends on them.
+inline fib::UniqueFd blocking_socket() {
+    fib::UniqueFd socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    const timeval guard{60, 0};
+    ::setsockopt(socket.get(), SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof guard);
+    ::setsockopt(socket.get(), SOL_SOCKET, SO_SNDTIMEO, &guard, sizeof guard);
+    return socket;
+}
+
+inline bool connect_to(int socket, std::uint16_t port) {
+    const fib::tcp::Address where = fib::tcp::make_address("127.0.0.1", port);
+    return ::connect(socket, where.get(), where.length) == 0;
+}
+
+// Sends `size` bytes (a few KiB at most: they fit the buffers) and reads them back intact.
+inline bool blocking_echo(int socket, std::size_t size) {
+    Bytes sent(size), got(size);
+    for (std::size_t i = 0; i < size; ++i) sent[i] = static_cast<unsigned char>(i * 131 + socket);
+    if (::send(socket, sent.data(), size, MSG_NOSIGNAL) != static_cast<ssize_t>(size)) return false;
+    for (std::size_t have = 0; have < size;) {
+        const ssize_t n = ::recv(socket, &got[have], size - have, 0);
+        if (n <= 0) return false;
+        have += static_cast<std::size_t>(n);
+    }
+    return got == sent;
+}
+
+}  // namespace l04_echo
