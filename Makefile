@@ -10,7 +10,7 @@ $(error This course runs only on x86-64 Linux (this is $(shell uname -s) on $(sh
 endif
 
 # ---- What each lesson adds ------------------------------------------------------------------
-LESSONS := 1 2 3 4
+LESSONS := 1 2 3 4 5
 
 LIB_1   := asm/switch_context.S asm/context_trampoline.S src/context.cpp src/stack.cpp src/fatal.cpp
 HDRS_1  := include/fib/context_layout.h include/fib/context.hpp include/fib/stack.hpp \
@@ -44,8 +44,9 @@ ECHO_4  := lessons/04-echo-server/echo_server.cpp
 DEMO_4  := lessons/04-echo-server/main.cpp $(ECHO_4)
 TESTS_4 := tests/L04_waiter_test.cpp tests/L04_waiter_misuse_test.cpp tests/L04_io_test.cpp tests/L04_close_test.cpp \
            tests/L04_echo_test.cpp tests/L04_echo_hostile_test.cpp $(ECHO_4)
-# Programs built with a stage, beside its demo: build/echo_server is the course's main demo.
-# echo_threads (thread per client) and echo_load (the load client) are make bench-echo's.
+# Programs (build/<name>), built from the latest stage: build/echo_server is the course's
+# main demo; echo_threads (thread per client) and echo_load (the load client) are make
+# bench-echo's.
 PROGRAMS_4            := echo_server echo_threads echo_load
 SOURCES_echo_server   := lessons/04-echo-server/echo_main.cpp \
                          lessons/04-echo-server/server_program.cpp $(ECHO_4)
@@ -54,11 +55,21 @@ SOURCES_echo_threads  := lessons/04-echo-server/echo_threads.cpp \
 SOURCES_echo_load     := lessons/04-echo-server/echo_load.cpp \
                          lessons/04-echo-server/load_connections.cpp
 
+# Lesson 5: the Waiter's epoll backend; its list of Pollers replaces lesson 4's.
+LIB_5   := src/epoll_poller.cpp src/pollers_epoll.cpp
+DROP_5  := src/pollers.cpp
+HDRS_5  := include/fib/epoll_poller.hpp
+DEMO_5  := lessons/05-epoll-timers-events/main.cpp $(ECHO_4)
+TESTS_5 := tests/L05_epoll_test.cpp
+# make test-lesson5 runs these suites a second time with the poll backend (see TWICE_5).
+TWICE_5 := L04_*:L05_*
+
 # make bench: one program, built on the latest stage; each lesson adds its rows.
 SOURCES_bench := tests/bench/bench_main.cpp tests/bench/switch_bench.cpp \
                  tests/bench/manager_bench.cpp tests/bench/memory_bench.cpp $(ECHO_4)
 
 LAST_LESSON := $(lastword $(LESSONS))
+PROGRAMS    := $(foreach n,$(LESSONS),$(PROGRAMS_$(n)))
 
 # ---- Tools and flags ------------------------------------------------------------------------
 CXX      := g++
@@ -90,9 +101,12 @@ collect = $(foreach n,$(call upto,$(1)),$($(2)_$(n)))
 libsrcs = $(filter-out $(call collect,$(1),DROP),$(call collect,$(1),LIB))
 objects = $(addprefix $(OUT)/lesson$(1)/obj/,$(addsuffix .o,$(basename $(2))))
 
-.PHONY: all help run test bench bench-echo check-stack check-backtrace check-echo-server gtest-check clean \
+.PHONY: all programs help run test bench bench-echo check-stack check-backtrace check-echo-server gtest-check clean \
         print-lessons
-all: $(addprefix lesson,$(LESSONS))
+all: $(addprefix lesson,$(LESSONS)) programs
+
+# The programs, from the latest stage (build/echo_server, ...).
+programs: $(addprefix $(OUT)/,$(PROGRAMS))
 
 # ---- One stage: library, demo, programs, tests, layer check ---------------------------------
 # A program of stage N (build/<name>), linked with stage N's library. (The blank
@@ -126,25 +140,25 @@ $(OUT)/lesson$(1)/demo: $$(DEMO_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a
 $(OUT)/lesson$(1)/tests: $$(TEST_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a
 	$$(CXX) $$(LDFLAGS) $$^ $$(GTEST_LIBS) $$(LDLIBS) -o $$@
 
-$(foreach program,$(PROGRAMS_$(1)),$(call PROGRAM,$(1),$(program)))
-
 # Stage N must not include a header that a later lesson adds.
 $(OUT)/lesson$(1)/layers.ok: $$(LIB_OBJS_$(1)) $$(DEMO_OBJS_$(1)) $$(PROGRAM_OBJS_$(1))
 	@scripts/check-layers.sh $(1) "$(call collect,$(1),HDRS)" $$(^:.o=.d)
 	@touch $$@
 
 .PHONY: lesson$(1) run-lesson$(1) test-lesson$(1)
-lesson$(1): $(OUT)/lesson$(1)/demo $(addprefix $(OUT)/,$(PROGRAMS_$(1))) $(OUT)/lesson$(1)/layers.ok
+lesson$(1): $(OUT)/lesson$(1)/demo $(OUT)/lesson$(1)/layers.ok
 
 run-lesson$(1): lesson$(1)
 	$(OUT)/lesson$(1)/demo
 
 test-lesson$(1): gtest-check lesson$(1) $(OUT)/lesson$(1)/tests
 	$(TEST_ENV) $(OUT)/lesson$(1)/tests
+	$(if $(TWICE_$(1)),$(TEST_ENV) FIB_BACKEND=poll $(OUT)/lesson$(1)/tests --gtest_filter='$(TWICE_$(1))')
 
 -include $$(LIB_OBJS_$(1):.o=.d) $$(DEMO_OBJS_$(1):.o=.d) $$(TEST_OBJS_$(1):.o=.d) \
          $$(PROGRAM_OBJS_$(1):.o=.d)
 endef
+$(foreach program,$(PROGRAMS),$(eval $(call PROGRAM,$(LAST_LESSON),$(program))))
 $(foreach n,$(LESSONS),$(eval $(call STAGE,$(n))))
 $(eval $(call PROGRAM,$(LAST_LESSON),bench))
 -include $(PROGRAM_OBJS_$(LAST_LESSON):.o=.d)
@@ -157,7 +171,7 @@ test: $(addprefix test-lesson,$(LESSONS))
 
 check-stack: all
 	@scripts/check-gnu-stack.sh $(wildcard $(OUT)/lesson*/demo $(OUT)/lesson*/tests) \
-	    $(addprefix $(OUT)/,$(foreach n,$(LESSONS),$(PROGRAMS_$(n))))
+	    $(addprefix $(OUT)/,$(PROGRAMS))
 
 # gdb's `bt` inside a fiber must end at context_trampoline (skipped without gdb).
 check-backtrace: lesson2
@@ -167,15 +181,15 @@ check-backtrace: lesson2
 bench: $(OUT)/bench
 	$(OUT)/bench
 
-bench-echo: lesson$(LAST_LESSON)
+bench-echo: programs
 	@scripts/bench-echo.sh $(OUT)
 
 # The echo_server program serves a line and stops cleanly on SIGINT.
-check-echo-server: lesson4
+check-echo-server: $(OUT)/echo_server
 	@scripts/check-echo-server.sh $(OUT)/echo_server
 
 # The course's main demo: the echo server on 127.0.0.1:8001 (talk to it with nc 127.0.0.1 8001).
-run: lesson4
+run: $(OUT)/echo_server
 	$(OUT)/echo_server
 
 gtest-check:

@@ -17,9 +17,12 @@ build=${build%/}
 
 # The servers: a name, then the command that starts one on a free port. A
 # server that prints "listening on ADDR:PORT" and stops on SIGTERM fits here;
-# later lessons add theirs as one more line.
+# later lessons add theirs as one more line. "fiber" is lesson 4's echo server
+# on poll; "epoll" (lesson 5) the same server on epoll, run only when this
+# build's echo_server has that backend.
 server_table="
 fiber   $build/echo_server --port 0 --quiet --backend poll
+epoll   $build/echo_server --port 0 --quiet --backend epoll
 threads $build/echo_threads --port 0 --quiet
 "
 configs=("1 64" "100 64" "1000 64" "100 16384")  # connections, message bytes
@@ -36,6 +39,11 @@ declare -A command
 all_servers=()
 while read -r name rest; do
     [ -n "$name" ] || continue
+    backend=$(sed -n 's/.*--backend \([a-z]*\).*/\1/p' <<<"$rest")
+    if [ -n "$backend" ] && [ -x "$build/echo_server" ] &&
+        ! "$build/echo_server" --help | grep -q "^Backends in this build:.* $backend"; then
+        continue  # an earlier stage's build: no such backend yet
+    fi
     command[$name]=$rest
     all_servers+=("$name")
 done <<<"$server_table"

@@ -1,6 +1,6 @@
 // echo_main.cpp — lesson 4: the echo_server program: flags, signals, a summary at the end.
 //
-//   build/echo_server [--port N] [--bind ADDR] [--backend poll] [--quiet]
+//   build/echo_server [--port N] [--bind ADDR] [--backend NAME] [--quiet]
 //
 // SIGINT and SIGTERM reach the fibers through a pipe (the self-pipe trick, see
 // server_program.hpp): serve() waits for that pipe to turn readable like for
@@ -12,12 +12,13 @@
 #include "echo_server.hpp"
 #include "server_program.hpp"
 #include "fib/fiber_manager.hpp"
+#include "fib/poller.hpp"
 #include "fib/waiter.hpp"
 
 namespace {
 
 constexpr const char* kUsage =
-    "usage: echo_server [--port N] [--bind ADDR] [--backend poll] [--quiet] [--help]\n"
+    "usage: echo_server [--port N] [--bind ADDR] [--backend NAME] [--quiet] [--help]\n"
     "\n"
     "A TCP echo server: one thread, one fiber per client; it sends back every byte it reads.\n"
     "\n"
@@ -25,7 +26,8 @@ constexpr const char* kUsage =
     "                   'listening on' line says which)\n"
     "  --bind ADDR      numeric IPv4/IPv6 address to listen on (default 127.0.0.1, this machine\n"
     "                   only; 0.0.0.0 opens it to the network)\n"
-    "  --backend poll   how the Waiter asks the kernel for ready fds (lesson 4 has poll only)\n"
+    "  --backend NAME   how the Waiter asks the kernel which fds are ready: poll (lesson 4)\n"
+    "                   or epoll (lesson 5); the list below says what this build has\n"
     "  --quiet          do not log each client's connect and disconnect on stderr\n"
     "  --help           print this and exit\n"
     "\n"
@@ -34,12 +36,13 @@ constexpr const char* kUsage =
 }  // namespace
 
 int main(int argc, char** argv) {
-    const ServerFlags flags = parse_server_flags(argc, argv, {"echo_server", kUsage, {"poll"}});
+    const ServerFlags flags =
+        parse_server_flags(argc, argv, {"echo_server", kUsage, fib::poller_names()});
     raise_fd_limit();
     const int stop_fd = stop_signal_pipe();
 
     fib::FiberManager manager;
-    fib::Waiter waiter;
+    fib::Waiter waiter(flags.backend);
     std::optional<EchoServer> server;
     try {
         server.emplace(EchoOptions{.bind = flags.bind, .port = flags.port, .quiet = flags.quiet});

@@ -22,11 +22,21 @@ void on_stop_signal(int signal) {
     errno = saved_errno;
 }
 
+void print_usage(const ServerProgram& program, std::FILE* out) {
+    std::fputs(program.usage, out);
+    if (program.backends.empty()) return;
+    std::fprintf(out, "\nBackends in this build:");
+    for (const char* backend : program.backends)
+        std::fprintf(out, " %s%s", backend, backend == program.backends.front() ? " (default)" : "");
+    std::fprintf(out, "\n");
+}
+
 [[noreturn]] void usage_error(const ServerProgram& program, const char* format,
                               const char* argument) {
     std::fprintf(stderr, "%s: ", program.name);
     std::fprintf(stderr, format, argument);
-    std::fprintf(stderr, "\n\n%s", program.usage);
+    std::fprintf(stderr, "\n\n");
+    print_usage(program, stderr);
     std::exit(2);
 }
 
@@ -41,17 +51,14 @@ std::uint16_t parse_port(const ServerProgram& program, const char* text) {
 const char* parse_backend(const ServerProgram& program, const char* name) {
     for (const char* known : program.backends)
         if (std::strcmp(name, known) == 0) return known;
-    std::fprintf(stderr, "%s: unknown backend '%s'; this build has:", program.name, name);
-    for (const char* known : program.backends) std::fprintf(stderr, " %s", known);
-    std::fprintf(stderr, "\n\n%s", program.usage);
-    std::exit(2);
+    usage_error(program, "unknown backend '%s'", name);
 }
 
 }  // namespace
 
 ServerFlags parse_server_flags(int argc, char** argv, const ServerProgram& program) {
     ServerFlags flags;
-    if (program.backends.size() > 0) flags.backend = *program.backends.begin();
+    if (!program.backends.empty()) flags.backend = program.backends.front();
     for (int i = 1; i < argc; ++i) {
         const char* flag = argv[i];
         auto value = [&]() -> const char* {
@@ -59,7 +66,7 @@ ServerFlags parse_server_flags(int argc, char** argv, const ServerProgram& progr
             return argv[++i];
         };
         if (std::strcmp(flag, "--help") == 0) {
-            std::fputs(program.usage, stdout);
+            print_usage(program, stdout);
             std::exit(0);
         } else if (std::strcmp(flag, "--port") == 0) {
             flags.port = parse_port(program, value());
@@ -67,7 +74,7 @@ ServerFlags parse_server_flags(int argc, char** argv, const ServerProgram& progr
             flags.bind = value();
         } else if (std::strcmp(flag, "--quiet") == 0) {
             flags.quiet = true;
-        } else if (std::strcmp(flag, "--backend") == 0 && program.backends.size() > 0) {
+        } else if (std::strcmp(flag, "--backend") == 0 && !program.backends.empty()) {
             flags.backend = parse_backend(program, value());
         } else {
             usage_error(program, "unknown option '%s'", flag);

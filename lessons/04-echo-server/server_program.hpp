@@ -8,7 +8,7 @@
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
+#include <vector>
 
 struct ServerFlags {
     const char* bind = "127.0.0.1";  // --bind ADDR
@@ -20,11 +20,12 @@ struct ServerFlags {
 struct ServerProgram {
     const char* name;                           // "echo_server", for messages
     const char* usage;                          // printed by --help and after an error
-    std::initializer_list<const char*> backends;  // what --backend accepts; empty: no flag
+    std::vector<const char*> backends;  // what --backend accepts, default first; empty: no flag
 };
 
 // Parses the flags above, the first backend being the default. --help prints
-// the usage and exits 0; a bad flag prints what is wrong and exits 2.
+// the usage (and the backends) and exits 0; a bad flag prints what is wrong
+// and exits 2.
 ServerFlags parse_server_flags(int argc, char** argv, const ServerProgram& program);
 
 // One fd per client: lifts the soft limit on open fds (often 1024) to the hard
