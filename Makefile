@@ -56,11 +56,11 @@ SOURCES_echo_load     := lessons/04-echo-server/echo_load.cpp \
                          lessons/04-echo-server/load_connections.cpp
 
 # Lesson 5: the Waiter's epoll backend; its list of Pollers replaces lesson 4's.
-LIB_5   := src/epoll_poller.cpp src/pollers_epoll.cpp
+LIB_5   := src/epoll_poller.cpp src/pollers_epoll.cpp src/event.cpp
 DROP_5  := src/pollers.cpp
-HDRS_5  := include/fib/epoll_poller.hpp
+HDRS_5  := include/fib/epoll_poller.hpp include/fib/event.hpp
 DEMO_5  := lessons/05-epoll-timers-events/main.cpp $(ECHO_4)
-TESTS_5 := tests/L05_epoll_test.cpp
+TESTS_5 := tests/L05_epoll_test.cpp tests/L05_event_test.cpp
 # make test-lesson5 runs these suites a second time with the poll backend (see TWICE_5).
 TWICE_5 := L04_*:L05_*
 
