@@ -159,17 +159,6 @@ TEST(L04_Waiter, WaitOnAnFdThatIsNotOpenGetsPollnval) {
 }
 
 // Whether thread `tid` sits in poll(): /proc's syscall file starts "7 " (poll on x86-64).
-// Whether thread `tid` sits in the Poller's system call: poll (7), or from lesson 5 on
-// epoll_wait (232) or epoll_pwait (281), x86-64 numbers.
-bool in_poll(pid_t tid) {
-    std::ifstream file("/proc/self/task/" + std::to_string(tid) + "/syscall");
-    std::string line;
-    std::getline(file, line);
-    for (const char* call : {"7 ", "232 ", "281 "})
-        if (line.rfind(call, 0) == 0) return true;
-    return false;
-}
-
 // Main joins a fiber waiting on an empty pipe: nothing can run, so the Waiter blocks in poll().
 // A helper thread sees main's thread sit in poll (still there 50 ms later: not spinning), then
 // writes the byte. The whole idle period costs exactly one poll() call.

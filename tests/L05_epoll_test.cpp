@@ -61,17 +61,10 @@ TEST(L05_Epoll, AnEchoLoopChangesTheInterestSetOnceNotPerMessage) {
     EXPECT_GE(waiter.stats().wakeups, static_cast<std::uint64_t>(kMessages));
 }
 
-bool in_epoll_wait(pid_t tid) {
-    std::ifstream file("/proc/self/task/" + std::to_string(tid) + "/syscall");
-    std::string line;
-    std::getline(file, line);
-    return line.rfind("232 ", 0) == 0 || line.rfind("281 ", 0) == 0;
-}
-
 // Pipe A turns readable and its reader wakes but never reads, nor waits again: A stays
 // readable, and level-triggered epoll would report it at every call. The Waiter narrows
 // the interest set instead, so while a fiber waits on pipe B the thread sleeps in
-// epoll_wait (checked through /proc, as in lesson 4's idle test) until B gets data.
+// epoll_wait (in_poll, through /proc, as in lesson 4's idle test) until B gets data.
 TEST(L05_Epoll, ReadinessNobodyWaitsForIsDroppedNotSpunOn) {
     fib::FiberManager manager;
     fib::Waiter waiter("epoll");
@@ -82,10 +75,10 @@ TEST(L05_Epoll, ReadinessNobodyWaitsForIsDroppedNotSpunOn) {
     const pid_t main_tid = ::gettid();
     std::atomic<bool> slept{false};
     std::thread watcher([&] {
-        for (int i = 0; i < 5000 && !in_epoll_wait(main_tid); ++i)
+        for (int i = 0; i < 5000 && !in_poll(main_tid); ++i)
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        slept = in_epoll_wait(main_tid);
+        slept = in_poll(main_tid);
         if (::write(b.second.get(), "b", 1) != 1) ADD_FAILURE() << "write failed";
     });
     const fib::WaiterStats before = waiter.stats();

@@ -12,10 +12,13 @@
 #include <thread>
 #include <type_traits>
 
+#include "L04_waiter_harness.hpp"
 #include "fib/event.hpp"
 #include "fib/waiter.hpp"
 
 namespace {
+
+using l04_waiter::in_poll;
 
 static_assert(!std::is_copy_constructible_v<fib::Event> && !std::is_move_constructible_v<fib::Event>);
 static_assert(!std::is_copy_assignable_v<fib::Event> && !std::is_move_assignable_v<fib::Event>);
@@ -60,16 +63,6 @@ TEST(L05_Event, SetsAreNotCountedTwoSetsAreOneSignal) {
     EXPECT_FALSE(event.try_wait());
 }
 
-// Whether thread `tid` sleeps in the Poller's system call (poll, epoll_wait, epoll_pwait).
-bool in_poller(pid_t tid) {
-    std::ifstream file("/proc/self/task/" + std::to_string(tid) + "/syscall");
-    std::string line;
-    std::getline(file, line);
-    for (const char* call : {"7 ", "232 ", "281 "})
-        if (line.rfind(call, 0) == 0) return true;
-    return false;
-}
-
 // Main joins a fiber waiting on the Event, so the thread sleeps in the Waiter's poll or
 // epoll_wait; another thread sees it sleep there, then sets the Event. One blocking call
 // covers the whole wait: the set() wakes it, nothing polled for it.
@@ -80,9 +73,9 @@ TEST(L05_Event, SetFromAnotherThreadWakesTheFiberThroughTheSleepingWaiter) {
     const pid_t main_tid = ::gettid();
     std::atomic<bool> slept{false};
     std::thread setter([&] {
-        for (int i = 0; i < 5000 && !in_poller(main_tid); ++i)
+        for (int i = 0; i < 5000 && !in_poll(main_tid); ++i)
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        slept = in_poller(main_tid);
+        slept = in_poll(main_tid);
         event.set();
     });
     fib::Fiber sleeper([&] { event.wait(); });
