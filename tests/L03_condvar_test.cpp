@@ -40,18 +40,30 @@ TEST(L03_CondVar, NotifyOneWakesExactlyOneOfThreeWaiters) {
     EXPECT_EQ(woken, 3);
 }
 
+// Records the order in which fibers begin to wait on `changed` and the order they wake.
+struct WaitOrder {
+    explicit WaitOrder(fib::CondVar& cv) : changed(cv) {}
+    fib::CondVar& changed;
+    std::vector<std::uint64_t> waited, woken;
+
+    // A fiber's body: yield `yields` times, then wait once.
+    void wait_after(int yields) {
+        for (int i = 0; i < yields; ++i) fib::this_fiber::yield();
+        waited.push_back(fib::this_fiber::id());
+        changed.wait();
+        woken.push_back(fib::this_fiber::id());
+    }
+};
+
 // Fiber 1 yields twice before it waits, fiber 2 not at all, fiber 3 once: they begin to wait
 // in the order 2, 3, 1, which is not the order they were spawned in.
 TEST(L03_CondVar, NotifyOneWakesWaitersInTheOrderTheyBeganToWait) {
     fib::FiberManager manager;
     fib::CondVar changed;
-    std::vector<std::uint64_t> waited, woken;
-    auto waiter = [&](int yields) {
-        for (int i = 0; i < yields; ++i) fib::this_fiber::yield();
-        waited.push_back(fib::this_fiber::id());
-        changed.wait();
-        woken.push_back(fib::this_fiber::id());
-    };
+    WaitOrder order(changed);
+    auto waiter = [&order](int yields) { order.wait_after(yields); };
+    const std::vector<std::uint64_t>& waited = order.waited;
+    const std::vector<std::uint64_t>& woken = order.woken;
     fib::Fiber fibers[3] = {fib::Fiber(waiter, 2), fib::Fiber(waiter, 0), fib::Fiber(waiter, 1)};
     ASSERT_TRUE(yield_until_waiters(changed, 3));
     EXPECT_EQ(waited, (std::vector<std::uint64_t>{2, 3, 1}));
@@ -67,13 +79,10 @@ TEST(L03_CondVar, NotifyOneWakesWaitersInTheOrderTheyBeganToWait) {
 TEST(L03_CondVar, NotifyAllWakesEveryWaiterInTheOrderTheyBeganToWait) {
     fib::FiberManager manager;
     fib::CondVar changed;
-    std::vector<std::uint64_t> waited, woken;
-    auto waiter = [&](int yields) {
-        for (int i = 0; i < yields; ++i) fib::this_fiber::yield();
-        waited.push_back(fib::this_fiber::id());
-        changed.wait();
-        woken.push_back(fib::this_fiber::id());
-    };
+    WaitOrder order(changed);
+    auto waiter = [&order](int yields) { order.wait_after(yields); };
+    const std::vector<std::uint64_t>& waited = order.waited;
+    const std::vector<std::uint64_t>& woken = order.woken;
     fib::Fiber fibers[4] = {fib::Fiber(waiter, 3), fib::Fiber(waiter, 1), fib::Fiber(waiter, 2),
                             fib::Fiber(waiter, 0)};
     ASSERT_TRUE(yield_until_waiters(changed, 4));
