@@ -38,38 +38,63 @@ TESTS_3 := tests/L03_condvar_test.cpp tests/L03_channel_test.cpp tests/L03_misus
 LIB_4   := src/poll_poller.cpp src/pollers.cpp src/waiter.cpp src/io.cpp src/tcp.cpp
 HDRS_4  := include/fib/poller.hpp include/fib/waiter.hpp include/fib/io.hpp include/fib/tcp.hpp include/fib/unique_fd.hpp \
            lessons/04-echo-server/echo_server.hpp lessons/04-echo-server/server_program.hpp \
-           lessons/04-echo-server/load_connections.hpp
+           lessons/04-echo-server/load_connections.hpp lessons/04-echo-server/message_pool.hpp
 # The echo server itself, shared by the demo, the echo_server program and the tests.
 ECHO_4  := lessons/04-echo-server/echo_server.cpp
 DEMO_4  := lessons/04-echo-server/main.cpp $(ECHO_4)
 TESTS_4 := tests/L04_waiter_test.cpp tests/L04_waiter_misuse_test.cpp tests/L04_io_test.cpp tests/L04_close_test.cpp \
            tests/L04_echo_test.cpp tests/L04_echo_hostile_test.cpp $(ECHO_4)
-# Programs (build/<name>), built from the latest stage: build/echo_server is the course's
-# main demo; echo_threads (thread per client) and echo_load (the load client) are make
-# bench-echo's.
-PROGRAMS_4            := echo_server echo_threads echo_load
-SOURCES_echo_server   := lessons/04-echo-server/echo_main.cpp \
-                         lessons/04-echo-server/server_program.cpp $(ECHO_4)
-SOURCES_echo_threads  := lessons/04-echo-server/echo_threads.cpp \
-                         lessons/04-echo-server/server_program.cpp
-SOURCES_echo_load     := lessons/04-echo-server/echo_load.cpp \
-                         lessons/04-echo-server/load_connections.cpp
+# Programs, built with the stage of the lesson that lists them (build/lesson4/echo_server)
+# and copied to build/<name> from the latest lesson that has them. build/echo_server is the
+# course's main demo; echo_threads (thread per client) and echo_load (the load client) are
+# make bench-echo's.
+PROGRAMS_4              := echo_server echo_threads echo_load
+SOURCES_4_echo_server   := lessons/04-echo-server/echo_main.cpp \
+                           lessons/04-echo-server/server_program.cpp $(ECHO_4)
+SOURCES_4_echo_threads  := lessons/04-echo-server/echo_threads.cpp \
+                           lessons/04-echo-server/server_program.cpp
+SOURCES_4_echo_load     := lessons/04-echo-server/echo_load.cpp \
+                           lessons/04-echo-server/load_connections.cpp \
+                           lessons/04-echo-server/message_pool.cpp
 
-# Lesson 5: the Waiter's epoll backend; its list of Pollers replaces lesson 4's.
-LIB_5   := src/epoll_poller.cpp src/pollers_epoll.cpp src/event.cpp
+# Lesson 5: the Waiter's epoll backend (its list of Pollers replaces lesson 4's), the Event,
+# timers and wait_any in the library; the echo server's lesson-5 parts, the chat server and
+# the hand-written epoll loop in lessons/05-epoll-timers-events/.
+LIB_5   := src/epoll_poller.cpp src/pollers_epoll.cpp src/event.cpp src/timers.cpp src/wait_any.cpp
 DROP_5  := src/pollers.cpp
-HDRS_5  := include/fib/epoll_poller.hpp include/fib/event.hpp
-DEMO_5  := lessons/05-epoll-timers-events/main.cpp $(ECHO_4)
-TESTS_5 := tests/L05_epoll_test.cpp tests/L05_event_test.cpp
+L5      := lessons/05-epoll-timers-events
+HDRS_5  := include/fib/epoll_poller.hpp include/fib/event.hpp include/fib/timer.hpp \
+           include/fib/wait_any.hpp $(L5)/idle_echo_server.hpp $(L5)/udp_echo.hpp \
+           $(L5)/stop_signals.hpp $(L5)/chat_lines.hpp $(L5)/chat_room.hpp $(L5)/chat_server.hpp \
+           $(L5)/demo_parts.hpp
+# The UDP echo server and the chat room and server, shared by programs, demo and tests.
+UDP_5   := $(L5)/udp_echo.cpp
+CHAT_5  := $(L5)/chat_room.cpp $(L5)/chat_server.cpp
+DEMO_5  := $(L5)/main.cpp $(L5)/demo_timers.cpp $(L5)/demo_chat.cpp $(ECHO_4) $(CHAT_5)
+TESTS_5 := tests/L05_epoll_test.cpp tests/L05_event_test.cpp tests/L05_timer_test.cpp \
+           tests/L05_timer_heap_test.cpp tests/L05_timer_misuse_test.cpp tests/L05_wait_any_test.cpp \
+           tests/L05_echo_server_test.cpp tests/L05_chat_test.cpp tests/L05_chat_slow_test.cpp \
+           $(UDP_5) $(CHAT_5)
 # make test-lesson5 runs these suites a second time with the poll backend (see TWICE_5).
 TWICE_5 := L04_*:L05_*
+# echo_server is rebuilt with lesson 5's main: signalfd, --idle-timeout, --udp. chat_server
+# is the chat room's program; echo_epoll, the echo service as one hand-written epoll loop,
+# is make bench-echo's fair opponent.
+PROGRAMS_5            := echo_server chat_server echo_epoll
+SOURCES_5_echo_server := $(L5)/echo_main.cpp $(L5)/stop_signals.cpp \
+                         lessons/04-echo-server/server_program.cpp $(ECHO_4) $(UDP_5)
+SOURCES_5_chat_server := $(L5)/chat_main.cpp $(L5)/stop_signals.cpp \
+                         lessons/04-echo-server/server_program.cpp $(CHAT_5)
+SOURCES_5_echo_epoll  := $(L5)/echo_epoll.cpp lessons/04-echo-server/server_program.cpp
 
 # make bench: one program, built on the latest stage; each lesson adds its rows.
 SOURCES_bench := tests/bench/bench_main.cpp tests/bench/switch_bench.cpp \
                  tests/bench/manager_bench.cpp tests/bench/memory_bench.cpp $(ECHO_4)
 
 LAST_LESSON := $(lastword $(LESSONS))
-PROGRAMS    := $(foreach n,$(LESSONS),$(PROGRAMS_$(n)))
+PROGRAMS    := $(sort $(foreach n,$(LESSONS),$(PROGRAMS_$(n))))
+# The latest lesson that lists program $(1).
+latest_with = $(lastword $(foreach n,$(LESSONS),$(if $(filter $(1),$(PROGRAMS_$(n))),$(n))))
 
 # ---- Tools and flags ------------------------------------------------------------------------
 CXX      := g++
@@ -105,16 +130,22 @@ objects = $(addprefix $(OUT)/lesson$(1)/obj/,$(addsuffix .o,$(basename $(2))))
         print-lessons
 all: $(addprefix lesson,$(LESSONS)) programs
 
-# The programs, from the latest stage (build/echo_server, ...).
+# The programs, each from the latest lesson that has it (build/echo_server, ...).
 programs: $(addprefix $(OUT)/,$(PROGRAMS))
 
 # ---- One stage: library, demo, programs, tests, layer check ---------------------------------
-# A program of stage N (build/<name>), linked with stage N's library. (The blank
-# line before endef keeps programs apart when a foreach strings several together.)
+# A program of stage N (build/lessonN/<name>), linked with stage N's library, and
+# build/<name>, a copy of the latest stage's. (The blank line before endef keeps
+# programs apart when a foreach strings several together.)
 define PROGRAM
-PROGRAM_OBJS_$(1) += $(call objects,$(1),$(SOURCES_$(2)))
-$(OUT)/$(2): $(call objects,$(1),$(SOURCES_$(2))) $(OUT)/lesson$(1)/libfib.a
+PROGRAM_OBJS_$(1) += $(call objects,$(1),$(SOURCES_$(1)_$(2)))
+$(OUT)/lesson$(1)/$(2): $(call objects,$(1),$(SOURCES_$(1)_$(2))) $(OUT)/lesson$(1)/libfib.a
 	$$(CXX) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@
+
+endef
+define LATEST_PROGRAM
+$(OUT)/$(1): $(OUT)/lesson$(call latest_with,$(1))/$(1)
+	cp $$< $$@
 
 endef
 
@@ -146,7 +177,8 @@ $(OUT)/lesson$(1)/layers.ok: $$(LIB_OBJS_$(1)) $$(DEMO_OBJS_$(1)) $$(PROGRAM_OBJ
 	@touch $$@
 
 .PHONY: lesson$(1) run-lesson$(1) test-lesson$(1)
-lesson$(1): $(OUT)/lesson$(1)/demo $(OUT)/lesson$(1)/layers.ok
+lesson$(1): $(OUT)/lesson$(1)/demo $(OUT)/lesson$(1)/layers.ok \
+            $(addprefix $(OUT)/lesson$(1)/,$(PROGRAMS_$(1)))
 
 run-lesson$(1): lesson$(1)
 	$(OUT)/lesson$(1)/demo
@@ -158,10 +190,15 @@ test-lesson$(1): gtest-check lesson$(1) $(OUT)/lesson$(1)/tests
 -include $$(LIB_OBJS_$(1):.o=.d) $$(DEMO_OBJS_$(1):.o=.d) $$(TEST_OBJS_$(1):.o=.d) \
          $$(PROGRAM_OBJS_$(1):.o=.d)
 endef
-$(foreach program,$(PROGRAMS),$(eval $(call PROGRAM,$(LAST_LESSON),$(program))))
+$(foreach n,$(LESSONS),$(foreach program,$(PROGRAMS_$(n)),$(eval $(call PROGRAM,$(n),$(program)))))
+$(foreach program,$(PROGRAMS),$(eval $(call LATEST_PROGRAM,$(program))))
 $(foreach n,$(LESSONS),$(eval $(call STAGE,$(n))))
-$(eval $(call PROGRAM,$(LAST_LESSON),bench))
--include $(PROGRAM_OBJS_$(LAST_LESSON):.o=.d)
+
+# make bench's program, on the latest stage.
+BENCH_OBJS := $(call objects,$(LAST_LESSON),$(SOURCES_bench))
+$(OUT)/bench: $(BENCH_OBJS) $(OUT)/lesson$(LAST_LESSON)/libfib.a
+	$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+-include $(BENCH_OBJS:.o=.d)
 
 # ---- Top-level targets ----------------------------------------------------------------------
 # `make test` proves every stage on its own (stage N runs the tests of lessons
@@ -171,6 +208,7 @@ test: $(addprefix test-lesson,$(LESSONS))
 
 check-stack: all
 	@scripts/check-gnu-stack.sh $(wildcard $(OUT)/lesson*/demo $(OUT)/lesson*/tests) \
+	    $(foreach n,$(LESSONS),$(addprefix $(OUT)/lesson$(n)/,$(PROGRAMS_$(n)))) \
 	    $(addprefix $(OUT)/,$(PROGRAMS))
 
 # gdb's `bt` inside a fiber must end at context_trampoline (skipped without gdb).
@@ -213,7 +251,7 @@ help:
 	@echo "make test-lessonN    run the tests of lessons 1..N against stage N"
 	@echo "make SAN=1 test      the same tests under AddressSanitizer + UBSan (build/san/)"
 	@echo "make bench           switch, yield, spawn, CondVar and memory costs, side by side (~1 min)"
-	@echo "make bench-echo      the echo servers under load: fibers vs a thread per client (~2 min)"
+	@echo "make bench-echo      the echo servers under load: fibers, an epoll loop, a thread per client (~2 min)"
 	@echo "make check-stack     check that no built binary has an executable stack"
 	@echo "make check-backtrace check that gdb's bt inside a fiber ends at the trampoline"
 	@echo "make check-echo-server  echo a line through build/echo_server, stop it with SIGINT"

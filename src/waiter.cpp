@@ -35,10 +35,7 @@ Waiter::~Waiter() {
         fatal("the Waiter was destroyed from %s; destroy it from main", label(*manager_.running()).text);
     manager_.wait_for_all();
     stopping_ = true;
-    if (idle_) {
-        idle_ = false;
-        manager_.wake(self_);
-    }
+    wake_if_idle();
     fiber_.join();
     current_waiter = nullptr;
 }
@@ -49,7 +46,7 @@ Waiter::~Waiter() {
 void Waiter::run() {
     self_ = manager_.running();
     for (;;) {
-        if (stats_.waiting == 0) {
+        if (!has_work()) {
             if (stopping_) return;
             // Nothing to poll: sleep until wait() registers an fd. If no other
             // fiber can run either, park() reports the deadlock.
@@ -58,14 +55,23 @@ void Waiter::run() {
             continue;
         }
         const bool others_ready = manager_.ready_count() > 0;
+        const int timeout = others_ready ? 0 : blocking_timeout();
         ++stats_.polls;
-        if (!others_ready) ++stats_.blocking_polls;
+        if (timeout != 0) ++stats_.blocking_polls;
         ready_.clear();
-        poller_->wait(others_ready ? 0 : -1, ready_);
+        poller_->wait(timeout, ready_);
         wake_ready();
+        if (clock_) clock_->expire();
         manager_.yield();
     }
 }
+
+// Something to wait for: a registered fd, or (lesson 5) a deadline.
+bool Waiter::has_work() const { return stats_.waiting > 0 || (clock_ && clock_->pending()); }
+
+// With nothing else to run, block until an fd is ready: for ever in lesson 4,
+// at most until the nearest deadline once lesson 5 sets a clock.
+int Waiter::blocking_timeout() { return clock_ ? clock_->timeout_ms() : -1; }
 
 // For each ready fd, in the order the Poller reports them: wake the reader
 // and the writer its revents are for, then tell the Poller what is still
@@ -80,7 +86,9 @@ void Waiter::wake_ready() {
 }
 
 // Errors and hang-ups concern both directions; POLLIN and POLLOUT only theirs.
-// A fiber that waited both ways holds both slots and is woken once.
+// A fiber that waited both ways holds both slots and is woken once. A fiber
+// that something else has already woken (lesson 5: another of its fds, or its
+// timer) is not Blocked any more: it only learns the revents.
 void Waiter::wake_if_ready(FdWaiters& fd, Waiting* waiting, short revents) {
     if (!waiting) return;
     const short mine = static_cast<short>(revents & (waiting->events | POLLERR | POLLHUP | POLLNVAL));
@@ -88,16 +96,27 @@ void Waiter::wake_if_ready(FdWaiters& fd, Waiting* waiting, short revents) {
     waiting->revents = mine;
     if (fd.reader == waiting) fd.reader = nullptr;
     if (fd.writer == waiting) fd.writer = nullptr;
-    ++stats_.wakeups;
     --stats_.waiting;
+    if (waiting->fiber->state != FiberState::Blocked) return;
+    ++stats_.wakeups;
     manager_.wake(waiting->fiber);
 }
 
 short Waiter::wait(int fd, short events) {
+    Waiting waiting{fd, events, 0, manager_.running()};
+    watch(waiting);
+    manager_.park(WaitSite{events & kWriteEvents ? "Waiter::wait (write)" : "Waiter::wait (read)",
+                           nullptr, nullptr});
+    return waiting.revents;
+}
+
+void Waiter::watch(Waiting& waiting) {
     if (FiberManager::current() != &manager_)
         fatal("Waiter::wait() was called from a thread that is not its manager's");
-    FiberRecord* self = manager_.running();
+    FiberRecord* self = waiting.fiber;
     if (self == self_) fatal("the Waiter's own fiber called Waiter::wait()");
+    const int fd = waiting.fd;
+    const short events = waiting.events;
     if (fd < 0 || events == 0 || (events & ~(kReadEvents | kWriteEvents)) != 0)
         fatal("%s called Waiter::wait(fd %d, events 0x%x): need fd >= 0 and events from POLLIN, "
               "POLLPRI, POLLRDHUP, POLLOUT",
@@ -114,17 +133,29 @@ short Waiter::wait(int fd, short events) {
         fatal("%s waits to %s fd %d, which %s already waits to %s; one fiber per direction per fd",
               label(*self).text, verb, fd, label(*taken->fiber).text, verb);
     }
-    Waiting waiting{events, 0, self};
+    waiting.revents = 0;
     if (reads) waiters.reader = &waiting;
     if (writes) waiters.writer = &waiting;
     poller_->watch(fd, waiters.events());
     ++stats_.waiting;
-    if (idle_) {
-        idle_ = false;
-        manager_.wake(self_);
-    }
-    manager_.park(WaitSite{writes ? "Waiter::wait (write)" : "Waiter::wait (read)", nullptr, nullptr});
-    return waiting.revents;
+    wake_if_idle();
+}
+
+// A registration that fired is already gone; one that did not leaves its
+// slots, and the Poller is told what is still wanted on the fd.
+void Waiter::unwatch(Waiting& waiting) {
+    FdWaiters& waiters = waiters_of(waiting.fd);
+    if (waiters.reader != &waiting && waiters.writer != &waiting) return;
+    if (waiters.reader == &waiting) waiters.reader = nullptr;
+    if (waiters.writer == &waiting) waiters.writer = nullptr;
+    poller_->watch(waiting.fd, waiters.events());
+    --stats_.waiting;
+}
+
+void Waiter::wake_if_idle() {
+    if (!idle_) return;
+    idle_ = false;
+    manager_.wake(self_);
 }
 
 void Waiter::forget(int fd) {

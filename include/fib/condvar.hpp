@@ -50,6 +50,11 @@ public:
 
     std::size_t waiters() const { return waiters_.size(); }
 
+    // Takes `fiber`, which must be waiting on this CondVar, off the wait list
+    // without waking it. For a wait that gives up (lesson 5's wait_for, on its
+    // timeout): the fiber's waker then wakes it, and no notify will.
+    void remove(FiberRecord* fiber) { waiters_.remove(fiber); }
+
 private:
     FiberManager& manager_for_notify(const char* operation) const;
 

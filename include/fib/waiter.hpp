@@ -24,6 +24,11 @@
 // fd that a fiber already waits to read (write) is a programming error and
 // stops the program naming both. A reader and a writer on one fd are fine:
 // the Poller is asked for the union of their events, once per fd.
+//
+// Two extension points serve lesson 5, which waits with timeouts and on
+// several fds at once: wait() is made of watch(), park and unwatch(), public
+// for such waits to use; and a WaiterClock (lesson 5's timers) may tell the
+// loop how long it may block and wake fibers whose deadline has passed.
 #pragma once
 
 #include <poll.h>
@@ -43,7 +48,17 @@ struct WaiterStats {
     std::uint64_t blocking_polls = 0;    // of those, with no timeout (nothing else was ready)
     std::uint64_t wakeups = 0;           // fibers woken because their fd was ready
     std::uint64_t interest_changes = 0;  // epoll_ctl calls (lesson 5); 0 with poll
-    std::size_t waiting = 0;             // fibers waiting now
+    std::size_t waiting = 0;             // waits registered now (one per waiting fiber in lesson 4)
+};
+
+// Lesson 5's timers plug into the Waiter's loop through this interface. With
+// no clock (all of lesson 4) the Waiter blocks with no timeout.
+class WaiterClock {
+public:
+    virtual ~WaiterClock() = default;
+    virtual bool pending() const = 0;  // a deadline is set: do not park idle
+    virtual int timeout_ms() = 0;      // until the nearest deadline, rounded up; -1: none
+    virtual void expire() = 0;         // wakes the fibers whose deadline has passed
 };
 
 class Waiter {
@@ -69,16 +84,31 @@ public:
     // still waiting on it wakes with POLLNVAL, and the Poller forgets it.
     void forget(int fd);
 
+    // One fiber's wait for one fd, kept in the waiting fiber's frame.
+    struct Waiting {
+        int fd;
+        short events;
+        short revents = 0;  // what woke it; 0 while registered
+        FiberRecord* fiber;
+    };
+    // wait() is watch(), park, and reading revents. watch() registers a wait;
+    // when its fd is ready the Waiter sets revents, drops the registration and
+    // wakes the fiber, unless something else woke it first (lesson 5 waits on
+    // several fds and a timer: the first to fire wins). unwatch() drops a
+    // registration that did not fire; call it before the Waiting goes away.
+    void watch(Waiting& waiting);
+    void unwatch(Waiting& waiting);
+
+    // The clock (lesson 5's timers), created on first use; see WaiterClock.
+    WaiterClock* clock() const { return clock_.get(); }
+    void set_clock(std::unique_ptr<WaiterClock> clock) { clock_ = std::move(clock); }
+    // The Waiter parks when it has nothing to wait for; a new deadline wakes it.
+    void wake_if_idle();
+
     const char* backend() const { return poller_->name(); }
     WaiterStats stats() const;
 
 private:
-    // One waiting fiber; lives in wait()'s frame on that fiber's stack.
-    struct Waiting {
-        short events;
-        short revents;
-        FiberRecord* fiber;
-    };
     // Who waits on one fd: at most one reader and one writer.
     struct FdWaiters {
         Waiting* reader = nullptr;
@@ -89,12 +119,15 @@ private:
     };
 
     void run();
+    bool has_work() const;
+    int blocking_timeout();
     void wake_ready();
     void wake_if_ready(FdWaiters& fd, Waiting* waiting, short revents);
     FdWaiters& waiters_of(int fd);
 
     FiberManager& manager_;
     std::unique_ptr<Poller> poller_;
+    std::unique_ptr<WaiterClock> clock_;  // none until lesson 5's first timer
     std::vector<FdWaiters> by_fd_;       // indexed by fd
     std::vector<PollEvent> ready_;       // filled by each Poller wait
     FiberRecord* self_ = nullptr;        // the Waiter's fiber, once it has run

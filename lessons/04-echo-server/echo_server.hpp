@@ -9,6 +9,8 @@
 //   server.serve(stop_fd);                    // until stop_fd turns readable
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -27,6 +29,7 @@ class EchoServer {
 public:
     // Binds and listens at once; throws std::system_error if it cannot.
     explicit EchoServer(const EchoOptions& options);
+    virtual ~EchoServer() = default;
 
     std::uint16_t port() const { return port_; }
 
@@ -40,6 +43,13 @@ public:
     std::uint64_t connections_served() const { return served_.load(std::memory_order_relaxed); }
     std::uint64_t bytes_echoed() const { return bytes_.load(std::memory_order_relaxed); }
     std::size_t open_connections() const { return open_.load(std::memory_order_relaxed); }
+
+protected:
+    // How a client's fiber reads: io::read, after waiting for the socket to
+    // be readable when the last read `drained` it. The extension point of
+    // lesson 5's IdleEchoServer, whose reads give up on a client silent for too
+    // long. <= 0 ends the client: 0 at its end of file, -1 with errno on an error.
+    virtual ssize_t receive(int socket, void* buffer, std::size_t size, bool drained);
 
 private:
     // One connected client; lives in its fiber's frame.

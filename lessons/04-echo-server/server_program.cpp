@@ -58,6 +58,7 @@ const char* parse_backend(const ServerProgram& program, const char* name) {
 
 ServerFlags parse_server_flags(int argc, char** argv, const ServerProgram& program) {
     ServerFlags flags;
+    flags.port = program.default_port;
     if (!program.backends.empty()) flags.backend = program.backends.front();
     for (int i = 1; i < argc; ++i) {
         const char* flag = argv[i];
@@ -77,7 +78,10 @@ ServerFlags parse_server_flags(int argc, char** argv, const ServerProgram& progr
         } else if (std::strcmp(flag, "--backend") == 0 && !program.backends.empty()) {
             flags.backend = parse_backend(program, value());
         } else {
-            usage_error(program, "unknown option '%s'", flag);
+            const FlagResult extra =
+                program.extra_flags ? program.extra_flags(flag, value) : FlagResult{false};
+            if (!extra.known) usage_error(program, "unknown option '%s'", flag);
+            if (extra.error) usage_error(program, "%s", extra.error);
         }
     }
     return flags;

@@ -8,19 +8,33 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 struct ServerFlags {
     const char* bind = "127.0.0.1";  // --bind ADDR
-    std::uint16_t port = 8001;       // --port N
+    std::uint16_t port = 8001;       // --port N (default: ServerProgram::default_port)
     bool quiet = false;              // --quiet
     const char* backend = nullptr;   // --backend NAME, for programs that have backends
 };
+
+// A program's own flags (lesson 5's echo_server adds --udp and --idle-timeout):
+// called with each flag the common parser does not know, and a function that
+// returns the flag's value (or stops with a usage error if it has none).
+// Returns false for a flag it does not know either; returns an error message
+// for a bad value.
+struct FlagResult {
+    bool known = true;
+    const char* error = nullptr;  // "--idle-timeout wants ...": printed with the usage, exit 2
+};
+using ExtraFlags = std::function<FlagResult(const char* flag, const std::function<const char*()>& value)>;
 
 struct ServerProgram {
     const char* name;                           // "echo_server", for messages
     const char* usage;                          // printed by --help and after an error
     std::vector<const char*> backends;  // what --backend accepts, default first; empty: no flag
+    ExtraFlags extra_flags = nullptr;   // the program's own flags, if it has any
+    std::uint16_t default_port = 8001;  // --port when not given (lesson 5's chat_server: 8002)
 };
 
 // Parses the flags above, the first backend being the default. --help prints
