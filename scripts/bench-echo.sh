@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# bench-echo.sh — lesson 4: the fiber echo server against a thread per client, under echo_load.
+# bench-echo.sh — lessons 4-5: the echo servers side by side under echo_load.
 #
 # Usage: bench-echo.sh BUILD_DIR        (make bench-echo runs it on build/)
 #        SERVERS="fiber" bench-echo.sh build   (only some of the servers listed below)
 #        ROUNDS=5 bench-echo.sh build          (more rounds than the default 3)
 #
-# For each configuration (connections x message size), each round runs every
-# server once under a 2-second echo_load, the servers taking turns at going
-# first, so that a machine drifting during the run hits them all alike. It
-# prints a table of medians (with min-max) and RESULT lines for scripts, and
-# fails if echo_load saw a wrong byte, a failed connection or a failure exit.
+# For each configuration (connections x message size, plus idle connections
+# for some), each round runs every server once under a 2-second echo_load, the
+# servers taking turns at going first, so that a machine drifting during the
+# run hits them all alike. It prints a table of medians (with min-max) and
+# RESULT lines for scripts, and fails if echo_load saw a wrong byte, a failed
+# connection or a failure exit.
+#
+# A server that prints "N interest changes" when it stops (lesson 5's
+# echo_server in its waiter line, echo_epoll in its summary) gets a ctl/msg
+# figure: its epoll_ctl calls over the whole run, connecting included, per
+# message echo_load counted. "-" for a server that does not say.
 set -euo pipefail
 export LC_ALL=C  # a "." in numbers, whatever the locale
 build=${1:?usage: bench-echo.sh BUILD_DIR}
@@ -19,13 +25,21 @@ build=${build%/}
 # server that prints "listening on ADDR:PORT" and stops on SIGTERM fits here;
 # later lessons add theirs as one more line. "fiber" is lesson 4's echo server
 # on poll; "epoll" (lesson 5) the same server on epoll, run only when this
-# build's echo_server has that backend.
+# build's echo_server has that backend; "epoll_loop" (lesson 5) the same
+# service as one hand-written epoll loop, run only when this build has it.
 server_table="
-fiber   $build/echo_server --port 0 --quiet --backend poll
-epoll   $build/echo_server --port 0 --quiet --backend epoll
-threads $build/echo_threads --port 0 --quiet
+fiber      $build/echo_server --port 0 --quiet --backend poll
+epoll      $build/echo_server --port 0 --quiet --backend epoll
+epoll_loop $build/echo_epoll --port 0 --quiet
+threads    $build/echo_threads --port 0 --quiet
 "
-configs=("1 64" "100 64" "1000 64" "100 16384")  # connections, message bytes
+# Active connections, message bytes and, optionally, idle connections held
+# open beside them. The idle set shows what each way of waiting pays for fds
+# that have nothing to say: poll passes and scans them all on every call.
+configs=("1 64" "100 64" "1000 64" "100 16384" "100 64 10000")
+# Only these run configurations with idle connections: a thread per idle
+# connection would be 10,000 threads.
+idle_servers=" fiber epoll epoll_loop "
 rounds=${ROUNDS:-3}
 seconds=2
 baseline=threads  # the ratio column divides by this server's rps
@@ -44,6 +58,10 @@ while read -r name rest; do
         ! "$build/echo_server" --help | grep -q "^Backends in this build:.* $backend"; then
         continue  # an earlier stage's build: no such backend yet
     fi
+    read -r program _ <<<"$rest"
+    if [ ! -x "$program" ] && [ -x "$build/echo_server" ]; then
+        continue  # the build is there but has no such program yet: an earlier stage's
+    fi
     command[$name]=$rest
     all_servers+=("$name")
 done <<<"$server_table"
@@ -56,6 +74,20 @@ for name in "${servers[@]}"; do
     [ -x "$program" ] || fail "$program is missing: build it first (make bench-echo does)"
 done
 [ -x "$build/echo_load" ] || fail "$build/echo_load is missing: build it first (make bench-echo does)"
+
+# Each connection is an fd in echo_load and another in the server: skip a
+# configuration that this machine's hard limit on open fds cannot hold.
+fd_limit=$(ulimit -Hn)
+runnable=()
+for config in "${configs[@]}"; do
+    read -r conns _ idle <<<"$config"
+    if [ "$fd_limit" != unlimited ] && ((conns + ${idle:-0} + 16 > fd_limit)); then
+        echo "bench-echo: skipping \"$config\": $((conns + ${idle:-0})) connections, ulimit -Hn is $fd_limit" >&2
+        continue
+    fi
+    runnable+=("$config")
+done
+configs=("${runnable[@]}")
 
 work=$(mktemp -d)
 server_pid=""
@@ -70,6 +102,9 @@ trap cleanup EXIT
 
 # Starts server $1; sets server_pid and server_port. Waits at most 5 s for its port.
 start_server() {
+    # Emptied first: the background shell may open the file only after the
+    # first look below, which must not find the previous server's port.
+    : >"$work/server.out"
     ${command[$1]} >"$work/server.out" 2>"$work/server.err" &
     server_pid=$!
     server_port=""
@@ -97,66 +132,111 @@ stop_server() {
     [ "$status" -eq 0 ] || { cat "$work/server.out" "$work/server.err" >&2; fail "$1 exited with status $status after SIGTERM"; }
 }
 
+# The interest changes the server that just stopped reported, if it did.
+interest_changes() { sed -n 's/.*[ ,]\([0-9][0-9]*\) interest changes.*/\1/p' "$work/server.out" | tail -n 1; }
+
 # The value of key $2 in RESULT line $1.
 field() { awk -v key="$2" '{ for (i = 1; i <= NF; i++) if (index($i, key "=") == 1) print substr($i, length(key) + 2) }' <<<"$1"; }
 
 # "median min max" of the numbers given.
 summarize() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m, v[1], v[NR] }'; }
 
+# The servers that run configuration $1 (conns size [idle]), in the order wanted.
+servers_for() {
+    local idle name
+    read -r _ _ idle <<<"$1"
+    for name in "${servers[@]}"; do
+        if [ "${idle:-0}" -eq 0 ] || [[ "$idle_servers" == *" $name "* ]]; then echo "$name"; fi
+    done
+}
+
 echo "bench-echo: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), $(nproc) cores, $(uname -r)"
 echo "bench-echo: servers: ${servers[*]}; $rounds rounds of ${seconds} s per server and configuration"
 started=$(date +%s.%N)
-declare -A rps p99
+declare -A rps p99 ctl
 for config in "${configs[@]}"; do
-    read -r conns size <<<"$config"
+    read -r conns size idle <<<"$config"
+    idle=${idle:-0}
+    key=$conns/$size/$idle
+    mapfile -t config_servers < <(servers_for "$config")
     for ((round = 0; round < rounds; round++)); do
         # Round r starts with server r (mod the number of servers): the order rotates.
-        for ((turn = 0; turn < ${#servers[@]}; turn++)); do
-            name=${servers[(round + turn) % ${#servers[@]}]}
+        for ((turn = 0; turn < ${#config_servers[@]}; turn++)); do
+            name=${config_servers[(round + turn) % ${#config_servers[@]}]}
             start_server "$name"
             status=0
-            "$build/echo_load" --port "$server_port" --conns "$conns" --size "$size" \
+            "$build/echo_load" --port "$server_port" --conns "$conns" --size "$size" --idle "$idle" \
                 --seconds "$seconds" >"$work/load.out" 2>&1 || status=$?
             result=$(grep '^RESULT name=echo ' "$work/load.out" || true)
             if [ "$status" -ne 0 ] || [ -z "$result" ] || [ "$(field "$result" mismatches)" != 0 ] ||
                 [ "$(field "$result" errors)" != 0 ] || [ "$(field "$result" connect_errors)" != 0 ]; then
                 cat "$work/load.out" >&2
-                fail "echo_load against $name (conns=$conns size=$size) exited $status with" \
+                fail "echo_load against $name (conns=$conns size=$size idle=$idle) exited $status with" \
                     "$(field "$result" mismatches) mismatches, $(field "$result" errors) failed connections," \
                     "$(field "$result" connect_errors) connect errors (its output is above)"
             fi
             stop_server "$name"
-            rps[$conns/$size/$name]+=" $(field "$result" rps)"
-            p99[$conns/$size/$name]+=" $(field "$result" p99_us)"
-            printf '  conns=%-5s size=%-6s round %d  %-8s %8s rps  p99 %8s us\n' "$conns" "$size" \
-                $((round + 1)) "$name" "$(field "$result" rps)" "$(field "$result" p99_us)"
+            changes=$(interest_changes)
+            ctl_per_msg=-
+            [ -z "$changes" ] || ctl_per_msg=$(awk -v c="$changes" -v m="$(field "$result" messages)" \
+                'BEGIN { printf "%.4f", (m > 0 ? c / m : 0) }')
+            rps[$key/$name]+=" $(field "$result" rps)"
+            p99[$key/$name]+=" $(field "$result" p99_us)"
+            ctl[$key/$name]+=" $ctl_per_msg"
+            printf '  conns=%-5s size=%-6s idle=%-5s round %d  %-10s %8s rps  p99 %8s us  ctl/msg %s\n' \
+                "$conns" "$size" "$idle" $((round + 1)) "$name" "$(field "$result" rps)" \
+                "$(field "$result" p99_us)" "$ctl_per_msg"
         done
     done
 done
 
 echo
-printf '%-22s %-8s %-26s %-14s %s\n' "config" "server" "rps median (min-max)" "p99 us median" "rps / $baseline"
+printf '%-29s %-10s %-26s %-14s %-9s %s\n' "config" "server" "rps median (min-max)" "p99 us median" \
+    "ctl/msg" "rps / $baseline"
 results=()
+idle_lines=()
 for config in "${configs[@]}"; do
-    read -r conns size <<<"$config"
+    read -r conns size idle <<<"$config"
+    idle=${idle:-0}
+    key=$conns/$size/$idle
+    label="conns=$conns size=$size"
+    [ "$idle" -eq 0 ] || label+=" idle=$idle"
     baseline_rps=""
-    [ -z "${rps[$conns/$size/$baseline]:-}" ] || read -r baseline_rps _ <<<"$(summarize ${rps[$conns/$size/$baseline]})"
+    [ -z "${rps[$key/$baseline]:-}" ] || read -r baseline_rps _ <<<"$(summarize ${rps[$key/$baseline]})"
     ratios=""
-    for name in "${servers[@]}"; do
-        read -r rps_median rps_min rps_max <<<"$(summarize ${rps[$conns/$size/$name]})"
-        read -r p99_median _ <<<"$(summarize ${p99[$conns/$size/$name]})"
+    kept=""
+    kept_text=""
+    for name in $(servers_for "$config"); do
+        read -r rps_median rps_min rps_max <<<"$(summarize ${rps[$key/$name]})"
+        read -r p99_median _ <<<"$(summarize ${p99[$key/$name]})"
+        ctl_median=-
+        [[ "${ctl[$key/$name]}" == *-* ]] || read -r ctl_median _ <<<"$(summarize ${ctl[$key/$name]})"
+        [ "$ctl_median" = - ] || ctl_median=$(printf '%.4f' "$ctl_median")
         ratio=-
         if [ -n "$baseline_rps" ]; then
             ratio=$(awk -v a="$rps_median" -v b="$baseline_rps" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
             [ "$name" = "$baseline" ] || ratios+=" ${name}_over_$baseline=$ratio"
         fi
-        printf '%-22s %-8s %-26s %-14s %s\n' "conns=$conns size=$size" "$name" \
-            "$(printf '%.0f (%.0f-%.0f)' "$rps_median" "$rps_min" "$rps_max")" "$(printf '%.1f' "$p99_median")" "$ratio"
-        results+=("$(printf 'RESULT name=echo server=%s conns=%s size=%s rps=%.0f p99_us=%.1f runs=%s' \
-            "$name" "$conns" "$size" "$rps_median" "$p99_median" "$rounds")")
+        # With idle connections: the share of its rps without them that the server keeps.
+        if [ "$idle" -ne 0 ] && [ -n "${rps[$conns/$size/0/$name]:-}" ]; then
+            read -r busy_rps _ <<<"$(summarize ${rps[$conns/$size/0/$name]})"
+            share=$(awk -v a="$rps_median" -v b="$busy_rps" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+            kept+=" ${name}_kept=$share"
+            kept_text+=" $name $share,"
+        fi
+        printf '%-29s %-10s %-26s %-14s %-9s %s\n' "$label" "$name" \
+            "$(printf '%.0f (%.0f-%.0f)' "$rps_median" "$rps_min" "$rps_max")" "$(printf '%.1f' "$p99_median")" \
+            "$ctl_median" "$ratio"
+        results+=("$(printf 'RESULT name=echo server=%s conns=%s size=%s idle=%s rps=%.0f p99_us=%.1f ctl_per_msg=%s runs=%s' \
+            "$name" "$conns" "$size" "$idle" "$rps_median" "$p99_median" "$ctl_median" "$rounds")")
     done
-    [ -z "$ratios" ] || results+=("RESULT name=echo_ratio conns=$conns size=$size${ratios}")
+    [ -z "$ratios" ] || results+=("RESULT name=echo_ratio conns=$conns size=$size idle=$idle${ratios}")
+    if [ -n "$kept" ]; then
+        results+=("RESULT name=echo_idle conns=$conns size=$size idle=$idle${kept}")
+        idle_lines+=("with $idle idle connections, each server's share of its conns=$conns size=$size rps:${kept_text%,}")
+    fi
 done
 echo
+[ ${#idle_lines[@]} -eq 0 ] || { printf '%s\n' "${idle_lines[@]}"; echo; }
 printf '%s\n' "${results[@]}"
 echo "bench-echo: done in $(awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN { printf "%.0f", e - s }') s"

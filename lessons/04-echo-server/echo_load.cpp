@@ -1,10 +1,13 @@
 // echo_load.cpp — lesson 4: the load client of make bench-echo: many echo connections, one thread.
 //
 //   build/echo_load --port N [--conns N] [--size BYTES] [--seconds S] [--pipeline K]
+//                   [--idle N]
 //
 // Phase 1 opens every connection (non-blocking connects, at most 64 under way
 // at once). Phase 2 lasts S seconds: each connection sends a message, waits for
 // its whole echo and sends the next (with --pipeline K, up to K in flight).
+// With --idle N, N more connections are opened in phase 1 and stay silent in
+// phase 2: they cost the server only what waiting on an idle socket costs it.
 // Every echoed byte is checked and every round trip timed. One epoll loop
 // drives it all; it uses no fibers, so it loads echo_server and echo_threads
 // alike, and it allocates nothing per message. This file holds the flags and
@@ -25,12 +28,16 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: echo_load --port N [--host ADDR] [--conns N] [--size BYTES] [--seconds S]\n"
-    "                 [--pipeline K] [--help]\n"
+    "                 [--pipeline K] [--idle N] [--help]\n"
     "\n"
     "Opens N connections to an echo server (default 100), then for S seconds (default 2,\n"
     "up to 60) each sends BYTES random bytes (default 64, up to 1 MiB) and waits for their\n"
     "echo, checking every byte; with --pipeline K (1 to 64), K messages may be in flight.\n"
+    "--idle N (0 to 20000, default 0) opens N more connections that send nothing and do\n"
+    "not count in the figures; at the end each must still be open and silent.\n"
     "--host is 127.0.0.1 (default) or ::1: this tool loads this machine only.\n"
+    "Every connection is an fd here and another in the server: --conns plus --idle must\n"
+    "stay below the hard limit on open fds (ulimit -Hn), in both processes.\n"
     "Prints a line for people and a 'RESULT name=echo ...' line for scripts.\n"
     "Exit status: 0 ok, 1 an echoed byte differed, 2 usage, 3 no round trip completed.\n";
 
@@ -63,7 +70,9 @@ Options parse(int argc, char** argv) {
         };
         const std::string_view name = flag;
         if (name == "--help") {
-            std::fputs(kUsage, stdout);
+            rlimit limit{};
+            ::getrlimit(RLIMIT_NOFILE, &limit);
+            std::printf("%sHere the hard limit is %lu fds.\n", kUsage, limit.rlim_max);
             std::exit(0);
         } else if (name == "--host") {
             options.host = value();
@@ -73,6 +82,8 @@ Options parse(int argc, char** argv) {
             options.conns = number(1, 1'000'000);
         } else if (name == "--size") {
             options.size = number(1, 1 << 20);
+        } else if (name == "--idle") {
+            options.idle = number(0, 20'000);
         } else if (name == "--pipeline") {
             options.pipeline = number(1, 64);
         } else if (name == "--seconds") {
@@ -91,13 +102,14 @@ Options parse(int argc, char** argv) {
     return options;
 }
 
-// Each connection is an fd: raise the soft limit to the hard one, or say why not.
-void raise_fd_limit(std::uint64_t conns) {
+// Each connection, active or idle, is an fd: raise the soft limit to the hard
+// one, or say why not.
+void raise_fd_limit(std::uint64_t connections) {
     rlimit limit{};
     ::getrlimit(RLIMIT_NOFILE, &limit);
-    if (conns + 16 > limit.rlim_max) {
+    if (connections + 16 > limit.rlim_max) {
         std::fprintf(stderr, "echo_load: %lu connections need %lu fds; the hard limit is %lu\n",
-                     conns, conns + 16, limit.rlim_max);
+                     connections, connections + 16, limit.rlim_max);
         std::exit(2);
     }
     limit.rlim_cur = limit.rlim_max;
@@ -118,7 +130,7 @@ double percentile_us(std::vector<std::uint64_t>& round_trips, double fraction) {
 
 int main(int argc, char** argv) {
     const Options options = parse(argc, argv);
-    raise_fd_limit(options.conns);
+    raise_fd_limit(options.conns + options.idle);
     Totals totals = run_load(options);
     const std::uint64_t messages = totals.round_trip_ns.size();
     const double rps = static_cast<double>(messages) / totals.elapsed_seconds;
@@ -127,14 +139,18 @@ int main(int argc, char** argv) {
     const double max_us = percentile_us(totals.round_trip_ns, 1.0);
     std::printf(
         "echo_load: %lu connections x %lu bytes, pipeline %lu: %lu round trips in %.2f s = "
-        "%.0f/s; p50 %.1f us, p99 %.1f us, max %.1f us\n",
+        "%.0f/s; p50 %.1f us, p99 %.1f us, max %.1f us",
         options.conns, options.size, options.pipeline, messages, totals.elapsed_seconds, rps,
         p50_us, p99_us, max_us);
+    if (options.idle > 0)
+        std::printf("; %lu of %lu idle connections held open", totals.idle_held, options.idle);
+    std::printf("\n");
     std::printf(
-        "RESULT name=echo conns=%lu size=%lu pipeline=%lu seconds=%g messages=%lu rps=%.0f "
-        "p50_us=%.1f p99_us=%.1f max_us=%.1f connect_errors=%lu errors=%lu mismatches=%lu\n",
-        options.conns, options.size, options.pipeline, options.seconds, messages, rps, p50_us,
-        p99_us, max_us, totals.connect_errors, totals.failures, totals.mismatches);
+        "RESULT name=echo conns=%lu size=%lu pipeline=%lu seconds=%g idle=%lu messages=%lu "
+        "rps=%.0f p50_us=%.1f p99_us=%.1f max_us=%.1f connect_errors=%lu errors=%lu "
+        "mismatches=%lu\n",
+        options.conns, options.size, options.pipeline, options.seconds, options.idle, messages, rps,
+        p50_us, p99_us, max_us, totals.connect_errors, totals.failures, totals.mismatches);
     if (totals.mismatches > 0) return 1;
     return messages == 0 ? 3 : 0;
 }

@@ -3,6 +3,8 @@
 // Each connection is a small state machine (connecting, open, failed) with
 // counters for the message it is sending and the one it is checking; no fiber,
 // no thread, and nothing allocated per message. run_load is its entry point.
+// The first options.conns connections are the active ones; the options.idle
+// after them are only opened, held through phase 2, and checked at its end.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
@@ -15,17 +17,16 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <random>
 #include <utility>
 #include <vector>
 
 #include "fib/tcp.hpp"
 #include "fib/unique_fd.hpp"
 #include "load_connections.hpp"
+#include "message_pool.hpp"
 
 namespace {
 
-constexpr std::size_t kPoolBytes = 4 << 20;
 constexpr std::size_t kMaxConnecting = 64;
 constexpr std::uint64_t kConnectPhaseNs = 10'000'000'000;
 constexpr int kEventBatch = 256;
@@ -41,35 +42,6 @@ int milliseconds_until(std::uint64_t deadline) {
     const std::uint64_t now = now_ns();
     return now >= deadline ? 0 : static_cast<int>((deadline - now) / 1'000'000 + 1);
 }
-
-// splitmix64's finalizer: spreads (connection, message) pairs over the pool.
-std::uint64_t mix(std::uint64_t value) {
-    value = (value ^ (value >> 30)) * 0xbf58476d1ce4e5b9;
-    value = (value ^ (value >> 27)) * 0x94d049bb133111eb;
-    return value ^ (value >> 31);
-}
-
-// Message k of connection c is a window of one pool of random bytes, at an
-// offset hashed from (c, k). Sender and checker compute the same window, so
-// nothing is stored per message, and a byte from another message or another
-// connection's stream (almost surely) differs from the one expected.
-class MessagePool {
-public:
-    explicit MessagePool(std::size_t message_size) : starts_(kPoolBytes - message_size + 1) {
-        std::mt19937_64 random(20240501);
-        for (std::size_t at = 0; at < kPoolBytes; at += 8) {
-            const std::uint64_t word = random();
-            std::memcpy(&bytes_[at], &word, 8);
-        }
-    }
-    const unsigned char* message(std::uint32_t connection, std::uint64_t index) const {
-        return bytes_.data() + mix(mix(connection) + index) % starts_;
-    }
-
-private:
-    std::size_t starts_;  // offsets a message can start at
-    std::vector<unsigned char> bytes_ = std::vector<unsigned char>(kPoolBytes);
-};
 
 struct Connection {
     enum class State : std::uint8_t { connecting, open, failed };
@@ -91,7 +63,7 @@ public:
     explicit LoadClient(const Options& options)
         : options_(options),
           pool_(options.size),
-          connections_(options.conns),
+          connections_(options.conns + options.idle),
           started_at_(options.conns * options.pipeline) {
         totals_.round_trip_ns.reserve(std::size_t{1} << 22);
     }
@@ -115,11 +87,12 @@ public:
                 drop(connection, totals_.connect_errors, "a connect", "timed out");
     }
 
-    // Phase 2: round trips on every open connection for `seconds`; then close them all.
+    // Phase 2: round trips on every open active connection for `seconds`; the
+    // idle ones are not even watched. Then it checks the idle ones and closes them all.
     Totals run_for(double seconds) {
         const std::uint64_t start = now_ns();
         const std::uint64_t deadline = start + static_cast<std::uint64_t>(seconds * 1e9);
-        for (std::uint32_t index = 0; index < connections_.size(); ++index) {
+        for (std::uint32_t index = 0; index < options_.conns; ++index) {
             if (connections_[index].state != Connection::State::open) continue;
             watch(index, EPOLL_CTL_ADD, false);
             send_more(index);
@@ -134,6 +107,7 @@ public:
             }
         }
         totals_.elapsed_seconds = static_cast<double>(now_ns() - start) / 1e9;
+        check_idle();
         connections_.clear();
         return std::move(totals_);
     }
@@ -166,6 +140,24 @@ private:
         ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, connection.socket.get(), nullptr);
         connection.state = Connection::State::open;
         if (error) drop(connection, totals_.connect_errors, "a connect", std::strerror(error));
+    }
+
+    // An idle connection the server kept has nothing to read: recv() would block.
+    // One that was closed, reset or sent bytes unasked counts as failed.
+    void check_idle() {
+        for (std::size_t index = options_.conns; index < connections_.size(); ++index) {
+            Connection& connection = connections_[index];
+            if (connection.state != Connection::State::open) continue;
+            const ssize_t received = ::recv(connection.socket.get(), buffer_, 1, MSG_DONTWAIT);
+            if (received < 0 && errno == EAGAIN) {
+                ++totals_.idle_held;
+                continue;
+            }
+            const char* failure = received < 0    ? std::strerror(errno)
+                                  : received == 0 ? "closed by the server"
+                                                  : "the server sent bytes unasked";
+            drop(connection, totals_.failures, "an idle connection", failure);
+        }
     }
 
     // Reads what the server echoed: never more than it owes, but a full buffer
