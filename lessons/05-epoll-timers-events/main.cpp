@@ -1,5 +1,6 @@
-// main.cpp — lesson 5 demo: the same echo traffic on each Waiter backend, poll and epoll; then
-// an Event set by another thread.
+// main.cpp — lesson 5 demo: the same echo traffic on each Waiter backend, poll and epoll; an
+// Event set by another thread; then timers and wait_any (demo_timers.cpp) and the chat
+// (demo_chat.cpp).
 //
 // One thread runs an echo server, 200 idle connections and 4 busy clients that
 // each make 250 round trips. For each backend the demo prints how often the
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "../04-echo-server/echo_server.hpp"
+#include "demo_parts.hpp"
 #include "fib/condvar.hpp"
 #include "fib/event.hpp"
 #include "fib/fiber.hpp"
@@ -94,9 +96,11 @@ bool run_on(const char* backend) {
 
 }  // namespace
 
+bool backends_demo() { return run_on("poll") && run_on("epoll"); }
+
 // A worker thread computes; the fiber that needs the result waits on an Event,
 // while another fiber goes on with its own work.
-bool event_from_a_thread() {
+bool event_demo() {
     fib::FiberManager manager;
     fib::Waiter waiter;
     fib::Event done;
@@ -124,8 +128,9 @@ bool event_from_a_thread() {
 }
 
 int main() {
-    const bool poll_ok = run_on("poll");
-    const bool epoll_ok = run_on("epoll");
-    const bool event_ok = event_from_a_thread();
-    return poll_ok && epoll_ok && event_ok ? 0 : 1;
+    const bool backends_ok = backends_demo();
+    const bool event_ok = event_demo();
+    const bool timers_ok = timers_demo();
+    const bool chat_ok = chat_demo();
+    return backends_ok && event_ok && timers_ok && chat_ok ? 0 : 1;
 }
