@@ -243,10 +243,11 @@ print-lessons:
 	@echo $(LESSONS)
 
 help:
-	@echo "make                 build every stage and demo (build/lessonN/)"
+	@echo "make                 build every stage, its demo and its programs (build/lessonN/)"
 	@echo "make lessonN         build stage N from lessons 1..N only (N = $(LESSONS))"
 	@echo "make run-lessonN     run stage N's demo"
 	@echo "make run             start the echo server on 127.0.0.1:8001 (build/echo_server)"
+	@echo "make programs        build/echo_server, build/chat_server, ...: each from its latest lesson"
 	@echo "make test            run every test of every stage, then check-stack"
 	@echo "make test-lessonN    run the tests of lessons 1..N against stage N"
 	@echo "make SAN=1 test      the same tests under AddressSanitizer + UBSan (build/san/)"
