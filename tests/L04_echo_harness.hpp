@@ -1,6 +1,7 @@
 // L04_echo_harness.hpp — lesson 4: what the echo server's tests share. The server on a thread of
-// its own, bounded polling for its state, random payloads, the fds open in this process, and
-// clients both ways: fibers (round_trip, read_back) and blocking sockets (blocking_echo).
+// its own (L04_server_thread.hpp), bounded polling for its state, random payloads, the fds open
+// in this process, and clients both ways: fibers (round_trip, read_back) and blocking sockets
+// (blocking_echo).
 // Included by tests/L04_echo_test.cpp and tests/L04_echo_hostile_test.cpp.
 #pragma once
 
@@ -14,13 +15,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <future>
 #include <random>
 #include <set>
 #include <thread>
 #include <vector>
 
 #include "../lessons/04-echo-server/echo_server.hpp"
+#include "L04_server_thread.hpp"
 #include "fib/fiber.hpp"
 #include "fib/io.hpp"
 #include "fib/tcp.hpp"
@@ -32,50 +33,9 @@ namespace l04_echo {
 using Bytes = std::vector<unsigned char>;
 inline constexpr std::size_t kMiB = 1024 * 1024, kChunk = 64 * 1024;
 
-// The server under test, on a thread of its own with its FiberManager and Waiter: serve() runs
-// on that thread's main until a byte arrives on the stop pipe. `live` reads the server's atomics
-// while it runs; `after` is what serve() left behind, valid once stop() has joined the thread.
-struct ServerThread {
-    struct After {
-        fib::ManagerStats manager;
-        fib::WaiterStats waiter;
-        std::uint64_t served = 0, echoed = 0;
-        std::size_t open = 1;
-        bool returned = false;  // serve() came back
-    };
-
-    ServerThread() {
-        if (::pipe2(stop_pipe, O_CLOEXEC) != 0) std::abort();
-        std::promise<EchoServer*> started;
-        std::future<EchoServer*> running = started.get_future();
-        thread = std::thread([this, started = std::move(started)]() mutable {
-            fib::FiberManager manager;
-            fib::Waiter waiter;
-            EchoServer server({.port = 0, .quiet = true});
-            started.set_value(&server);
-            server.serve(stop_pipe[0]);
-            after = {manager.stats(), waiter.stats(), server.connections_served(),
-                     server.bytes_echoed(), server.open_connections(), true};
-        });
-        live = running.get();
-        port = live->port();
-    }
-    ~ServerThread() {
-        stop();
-        ::close(stop_pipe[0]);
-        ::close(stop_pipe[1]);
-    }
-    void stop() {
-        if (!thread.joinable()) return;
-        [[maybe_unused]] ssize_t written = ::write(stop_pipe[1], "x", 1);
-        thread.join();
-    }
-
-    int stop_pipe[2] = {-1, -1};
-    std::thread thread;
-    const EchoServer* live = nullptr;
-    std::uint16_t port = 0;
-    After after;
+// The echo server under test, on a thread of its own (see L04_server_thread.hpp).
+struct EchoServerThread : ServerThread<EchoServer> {
+    EchoServerThread() : ServerThread(EchoOptions{.port = 0, .quiet = true}) {}
 };
 
 // Bounded polling for state that lives in the server's thread: at most 20 s, then false.

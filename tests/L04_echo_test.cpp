@@ -22,7 +22,7 @@ namespace {
 using namespace l04_echo;
 
 TEST(L04_Echo, TwoHundredConcurrentClientsGetEveryByteOfRandomPayloadsBack) {
-    ServerThread server;
+    EchoServerThread server;
     fib::FiberManager manager;
     fib::Waiter waiter;
     // Sizes from 1 byte to 1 MiB, fixed seed; every 50th is exactly 1 MiB, the next 1 byte.
@@ -41,13 +41,13 @@ TEST(L04_Echo, TwoHundredConcurrentClientsGetEveryByteOfRandomPayloadsBack) {
     for (fib::Fiber& client : clients) client.join();
     EXPECT_EQ(intact, 200);
     server.stop();
-    EXPECT_EQ(server.after.echoed, total);
-    EXPECT_EQ(server.after.served, 200u);
-    EXPECT_EQ(server.after.open, 0u);
+    EXPECT_EQ(server.live->bytes_echoed(), total);
+    EXPECT_EQ(server.live->connections_served(), 200u);
+    EXPECT_EQ(server.live->open_connections(), 0u);
 }
 
 TEST(L04_Echo, FiveThousandConnectDisconnectCyclesLeakNoFdFiberOrStack) {
-    ServerThread server;
+    EchoServerThread server;
     const std::size_t fds_before = open_fds().size();
     // Even cycles echo one byte before closing; odd ones close at once, maybe before the
     // server has accepted them.
@@ -63,9 +63,9 @@ TEST(L04_Echo, FiveThousandConnectDisconnectCyclesLeakNoFdFiberOrStack) {
     }));
     EXPECT_EQ(open_fds().size(), fds_before);
     server.stop();
-    const ServerThread::After& after = server.after;
-    EXPECT_EQ(after.served, 5000u);
-    EXPECT_EQ(after.echoed, 2500u);
+    const EchoServerThread::After& after = server.after;
+    EXPECT_EQ(server.live->connections_served(), 5000u);
+    EXPECT_EQ(server.live->bytes_echoed(), 2500u);
     // Spawned: the acceptor and one fiber per client, all finished. The one record left is the
     // Waiter's service fiber (released by ~Waiter only), and it holds the one stack not back in
     // the pool; main, which ran serve(), has neither record nor pooled stack.
@@ -77,7 +77,7 @@ TEST(L04_Echo, FiveThousandConnectDisconnectCyclesLeakNoFdFiberOrStack) {
 }
 
 TEST(L04_Echo, StopWithIdleClientsConnectedClosesThemAllAndReturns) {
-    ServerThread server;
+    EchoServerThread server;
     std::vector<fib::UniqueFd> clients;
     for (int i = 0; i < 10; ++i) {
         clients.push_back(blocking_socket());
@@ -86,8 +86,8 @@ TEST(L04_Echo, StopWithIdleClientsConnectedClosesThemAllAndReturns) {
     ASSERT_TRUE(eventually([&] { return server.live->open_connections() == 10; }));
     server.stop();
     EXPECT_TRUE(server.after.returned);
-    EXPECT_EQ(server.after.open, 0u);
-    EXPECT_EQ(server.after.served, 10u);
+    EXPECT_EQ(server.live->open_connections(), 0u);
+    EXPECT_EQ(server.live->connections_served(), 10u);
     for (const fib::UniqueFd& client : clients) {
         char byte;
         const ssize_t n = ::recv(client.get(), &byte, 1, 0);

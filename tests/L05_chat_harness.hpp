@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <future>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +21,7 @@
 #include <vector>
 
 #include "../lessons/05-epoll-timers-events/chat_server.hpp"
+#include "L04_server_thread.hpp"
 #include "fib/fiber_manager.hpp"
 #include "fib/io.hpp"
 #include "fib/tcp.hpp"
@@ -31,57 +31,9 @@
 
 namespace l05_chat {
 
-// The server under test, on a thread of its own with its FiberManager and Waiter: serve() runs
-// on that thread's main until a byte arrives on the stop pipe. `live` reads the server's atomics
-// while it runs; `after` is what serve() left behind, valid once stop() has joined the thread.
-struct ChatServerThread {
-    struct After {
-        fib::ManagerStats manager;
-        fib::WaiterStats waiter;
-        std::uint64_t served = 0, relayed = 0, dropped = 0;
-        std::size_t open = 1;
-        bool returned = false;  // serve() came back
-    };
-
-    ChatServerThread() {
-        if (::pipe2(stop_pipe, O_CLOEXEC) != 0) std::abort();
-        std::promise<ChatServer*> started;
-        std::future<ChatServer*> running = started.get_future();
-        thread = std::thread([this, started = std::move(started)]() mutable {
-            fib::FiberManager manager;
-            fib::Waiter waiter;
-            ChatServer server({.port = 0, .quiet = true});
-            tid = ::gettid();
-            started.set_value(&server);
-            server.serve(stop_pipe[0]);
-            after = {manager.stats(),
-                     waiter.stats(),
-                     server.clients_served(),
-                     server.lines_relayed(),
-                     server.lines_dropped(),
-                     server.clients_connected(),
-                     true};
-        });
-        live = running.get();
-        port = live->port();
-    }
-    ~ChatServerThread() {
-        stop();
-        ::close(stop_pipe[0]);
-        ::close(stop_pipe[1]);
-    }
-    void stop() {
-        if (!thread.joinable()) return;
-        [[maybe_unused]] ssize_t written = ::write(stop_pipe[1], "x", 1);
-        thread.join();
-    }
-
-    int stop_pipe[2] = {-1, -1};
-    std::thread thread;
-    const ChatServer* live = nullptr;
-    std::uint16_t port = 0;
-    pid_t tid = 0;  // the server's thread
-    After after;
+// The chat server under test, on a thread of its own (see L04_server_thread.hpp).
+struct ChatServerThread : ServerThread<ChatServer> {
+    ChatServerThread() : ServerThread(ChatOptions{.port = 0, .quiet = true}) {}
 };
 
 // The bytes the server sends.

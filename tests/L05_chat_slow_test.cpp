@@ -149,8 +149,8 @@ TEST(L05_Chat, StopWithFibersBlockedSendingToReadersThatNeverReadEndsServeWithEv
     server.stop();
     const ChatServerThread::After& after = server.after;
     EXPECT_TRUE(after.returned);
-    EXPECT_EQ(after.open, 0u);
-    EXPECT_EQ(after.served, 11u);
+    EXPECT_EQ(server.live->clients_connected(), 0u);
+    EXPECT_EQ(server.live->clients_served(), 11u);
     EXPECT_EQ(after.manager.spawned, 12u);  // the acceptor and the 11 clients
     EXPECT_EQ(after.manager.finished, after.manager.spawned);
     EXPECT_EQ(after.manager.records, 1u);  // the Waiter's service fiber, released by ~Waiter

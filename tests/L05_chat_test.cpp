@@ -79,10 +79,10 @@ TEST(L05_Chat, FiftyClientsEachGetEveryOtherClientsLinesByteExactInEachSendersOr
     EXPECT_EQ(server.live->lines_relayed(), std::uint64_t{kClients * kRounds});
     clients.clear();
     server.stop();
-    EXPECT_EQ(server.after.served, std::uint64_t{kClients});
-    EXPECT_EQ(server.after.relayed, std::uint64_t{kClients * kRounds});
-    EXPECT_EQ(server.after.dropped, 0u);
-    EXPECT_EQ(server.after.open, 0u);
+    EXPECT_EQ(server.live->clients_served(), std::uint64_t{kClients});
+    EXPECT_EQ(server.live->lines_relayed(), std::uint64_t{kClients * kRounds});
+    EXPECT_EQ(server.live->lines_dropped(), 0u);
+    EXPECT_EQ(server.live->clients_connected(), 0u);
 }
 
 TEST(L05_Chat, WelcomeJoinAndLeaveNoticesAreExactAndEmptyLinesAreNotRelayed) {

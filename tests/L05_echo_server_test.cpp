@@ -5,16 +5,13 @@
 
 #include <chrono>
 #include <cstring>
-#include <functional>
-#include <future>
 #include <thread>
 #include <vector>
 
 #include "../lessons/05-epoll-timers-events/idle_echo_server.hpp"
 #include "../lessons/05-epoll-timers-events/udp_echo.hpp"
 #include "L04_echo_harness.hpp"
-#include "fib/fiber_manager.hpp"
-#include "fib/waiter.hpp"
+#include "L04_server_thread.hpp"
 
 using namespace std::chrono_literals;
 using l04_echo::blocking_echo;
@@ -22,41 +19,6 @@ using l04_echo::blocking_socket;
 using l04_echo::connect_to;
 
 namespace {
-
-// A server of type S on a thread of its own (FiberManager, Waiter), serving
-// until a byte arrives on the stop pipe. `server` is valid while it runs.
-template <class S>
-struct Served {
-    template <class... Args>
-    explicit Served(Args... args) {
-        if (::pipe2(stop_pipe, O_CLOEXEC) != 0) std::abort();
-        std::promise<S*> started;
-        std::future<S*> running = started.get_future();
-        thread = std::thread([this, started = std::move(started), args...]() mutable {
-            fib::FiberManager manager;
-            fib::Waiter waiter;
-            S live(args...);
-            started.set_value(&live);
-            live.serve(stop_pipe[0]);
-            waiting_after = waiter.stats().waiting;
-        });
-        server = running.get();
-    }
-    ~Served() {
-        stop();
-        ::close(stop_pipe[0]);
-        ::close(stop_pipe[1]);
-    }
-    void stop() {
-        if (!thread.joinable()) return;
-        [[maybe_unused]] ssize_t written = ::write(stop_pipe[1], "x", 1);
-        thread.join();
-    }
-    int stop_pipe[2] = {-1, -1};
-    std::thread thread;
-    S* server = nullptr;
-    std::size_t waiting_after = 1;
-};
 
 // True once the peer has closed `socket` (recv gives 0), without blocking.
 bool closed_by_peer(int socket) {
@@ -70,10 +32,10 @@ bool closed_by_peer(int socket) {
 // one says nothing. The test waits (20 s at most) for the idle one's EOF, then
 // checks that the active one is still served. Nothing depends on how long it took.
 TEST(L05_IdleTimeout, ClosesASilentClientAndKeepsOneThatTalks) {
-    Served<IdleEchoServer> served(EchoOptions{.port = 0, .quiet = true}, fib::Clock::duration(300ms));
+    ServerThread<IdleEchoServer> served(EchoOptions{.port = 0, .quiet = true}, fib::Clock::duration(300ms));
     fib::UniqueFd idle = blocking_socket(), active = blocking_socket();
-    ASSERT_TRUE(connect_to(idle.get(), served.server->port()));
-    ASSERT_TRUE(connect_to(active.get(), served.server->port()));
+    ASSERT_TRUE(connect_to(idle.get(), served.port));
+    ASSERT_TRUE(connect_to(active.get(), served.port));
     ASSERT_TRUE(blocking_echo(active.get(), 1));
     int exchanges = 1;
     while (!closed_by_peer(idle.get()) && exchanges < 2000) {
@@ -83,31 +45,31 @@ TEST(L05_IdleTimeout, ClosesASilentClientAndKeepsOneThatTalks) {
     }
     ASSERT_TRUE(closed_by_peer(idle.get())) << "the silent client was never closed";
     EXPECT_TRUE(blocking_echo(active.get(), 4096));
-    EXPECT_EQ(served.server->idle_closed(), 1u);
-    EXPECT_EQ(served.server->open_connections(), 1u);
+    EXPECT_EQ(served.live->idle_closed(), 1u);
+    EXPECT_EQ(served.live->open_connections(), 1u);
     served.stop();
-    EXPECT_EQ(served.waiting_after, 0u);
+    EXPECT_EQ(served.after.waiter.waiting, 0u);
 }
 
 // A client that sent something and then fell silent is timed out too: the
 // deadline is from its last byte, not from its connect.
 TEST(L05_IdleTimeout, ClosesAClientThatFallsSilentAfterTalking) {
-    Served<IdleEchoServer> served(EchoOptions{.port = 0, .quiet = true}, fib::Clock::duration(100ms));
+    ServerThread<IdleEchoServer> served(EchoOptions{.port = 0, .quiet = true}, fib::Clock::duration(100ms));
     fib::UniqueFd client = blocking_socket();
-    ASSERT_TRUE(connect_to(client.get(), served.server->port()));
+    ASSERT_TRUE(connect_to(client.get(), served.port));
     ASSERT_TRUE(blocking_echo(client.get(), 100));
     char byte;
     EXPECT_EQ(::recv(client.get(), &byte, 1, 0), 0);  // blocks until the server closes
-    EXPECT_EQ(served.server->idle_closed(), 1u);
-    EXPECT_TRUE(l04_echo::eventually([&] { return served.server->open_connections() == 0; }));
+    EXPECT_EQ(served.live->idle_closed(), 1u);
+    EXPECT_TRUE(l04_echo::eventually([&] { return served.live->open_connections() == 0; }));
 }
 
 // Datagrams of many sizes, up to near the 64 KiB limit, each come back whole to
 // their sender, from two clients; the stop ends serve() with no registration
 // left in the Waiter (wait_any dropped the socket's when the stop fired).
 TEST(L05_UdpEcho, EveryDatagramComesBackWholeToItsSender) {
-    Served<UdpEchoServer> served(EchoOptions{.port = 0, .quiet = true});
-    const fib::tcp::Address server = fib::tcp::make_address("127.0.0.1", served.server->port());
+    ServerThread<UdpEchoServer> served(EchoOptions{.port = 0, .quiet = true});
+    const fib::tcp::Address server = fib::tcp::make_address("127.0.0.1", served.port);
     std::vector<fib::UniqueFd> clients;
     for (int i = 0; i < 2; ++i) {
         clients.emplace_back(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
@@ -126,8 +88,8 @@ TEST(L05_UdpEcho, EveryDatagramComesBackWholeToItsSender) {
             bytes += size;
         }
     }
-    EXPECT_EQ(served.server->datagrams_echoed(), 12u);
-    EXPECT_EQ(served.server->bytes_echoed(), bytes);
+    EXPECT_EQ(served.live->datagrams_echoed(), 12u);
+    EXPECT_EQ(served.live->bytes_echoed(), bytes);
     served.stop();
-    EXPECT_EQ(served.waiting_after, 0u);
+    EXPECT_EQ(served.after.waiter.waiting, 0u);
 }

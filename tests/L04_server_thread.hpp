@@ -1,0 +1,70 @@
+// L04_server_thread.hpp — lesson 4: a server under test on a thread of its own, for every server
+// the tests run (EchoServer here; lesson 5's IdleEchoServer, UdpEchoServer and ChatServer).
+//
+//   ServerThread<EchoServer> server(EchoOptions{.port = 0, .quiet = true});
+//   ... clients talk to server.port; server.live->open_connections() while it runs ...
+//   server.stop();   // a byte on the stop pipe; serve() returns; the thread is joined
+//   server.after.manager, server.after.waiter, and server.live's counters, still readable
+#pragma once
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <future>
+#include <optional>
+#include <thread>
+
+#include "fib/fiber_manager.hpp"
+#include "fib/waiter.hpp"
+
+// S is built on the server's thread, with its FiberManager and Waiter, and serve() runs on
+// that thread's main until a byte arrives on the stop pipe. S itself outlives the thread, so
+// that its counters can be read after stop(); `after` holds what the manager and the Waiter
+// said when serve() returned.
+template <class S>
+struct ServerThread {
+    struct After {
+        fib::ManagerStats manager;
+        fib::WaiterStats waiter;
+        bool returned = false;  // serve() came back
+    };
+
+    template <class... Args>
+    explicit ServerThread(Args... args) {
+        if (::pipe2(stop_pipe, O_CLOEXEC) != 0) std::abort();
+        std::promise<void> started;
+        std::future<void> running = started.get_future();
+        thread = std::thread([this, started = std::move(started), args...]() mutable {
+            fib::FiberManager manager;
+            fib::Waiter waiter;
+            server.emplace(args...);
+            tid = ::gettid();
+            started.set_value();
+            server->serve(stop_pipe[0]);
+            after = {manager.stats(), waiter.stats(), true};
+        });
+        running.get();
+        live = &*server;
+        port = live->port();
+    }
+    ~ServerThread() {
+        stop();
+        ::close(stop_pipe[0]);
+        ::close(stop_pipe[1]);
+    }
+    void stop() {
+        if (!thread.joinable()) return;
+        [[maybe_unused]] ssize_t written = ::write(stop_pipe[1], "x", 1);
+        thread.join();
+    }
+
+    int stop_pipe[2] = {-1, -1};
+    std::optional<S> server;  // built and served on `thread`; destroyed with this harness
+    std::thread thread;
+    const S* live = nullptr;  // its counters are atomics: readable from the test's thread
+    std::uint16_t port = 0;
+    pid_t tid = 0;            // the server's thread, for /proc/<tid>/...
+    After after;
+};
