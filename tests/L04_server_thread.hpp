@@ -10,9 +10,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
-#include <future>
 #include <optional>
 #include <thread>
 
@@ -34,18 +34,17 @@ struct ServerThread {
     template <class... Args>
     explicit ServerThread(Args... args) {
         if (::pipe2(stop_pipe, O_CLOEXEC) != 0) std::abort();
-        std::promise<void> started;
-        std::future<void> running = started.get_future();
-        thread = std::thread([this, started = std::move(started), args...]() mutable {
+        thread = std::thread([this, args...] {
             fib::FiberManager manager;
             fib::Waiter waiter;
             server.emplace(args...);
             tid = ::gettid();
-            started.set_value();
+            started.store(true);
+            started.notify_one();
             server->serve(stop_pipe[0]);
             after = {manager.stats(), waiter.stats(), true};
         });
-        running.get();
+        started.wait(false);
         live = &*server;
         port = live->port();
     }
@@ -61,6 +60,10 @@ struct ServerThread {
     }
 
     int stop_pipe[2] = {-1, -1};
+    // A flag, not a std::promise: a promise's shared state has a vtable, and UBSan checks a
+    // vtable by reading it through a pipe. In a test that has run out of fds
+    // (L04_echo_hostile_test.cpp) the pipe fails, and UBSan reports an "invalid vptr".
+    std::atomic<bool> started{false};
     std::optional<S> server;  // built and served on `thread`; destroyed with this harness
     std::thread thread;
     const S* live = nullptr;  // its counters are atomics: readable from the test's thread
