@@ -22,9 +22,14 @@
 // S is built on the server's thread, with its FiberManager and Waiter, and serve() runs on
 // that thread's main until a byte arrives on the stop pipe. S itself outlives the thread, so
 // that its counters can be read after stop(); `after` holds what the manager and the Waiter
-// said when serve() returned.
+// said once serve() had returned.
 template <class S>
 struct ServerThread {
+    static void set_flag(std::atomic<bool>& flag) {
+        flag.store(true);
+        flag.notify_all();
+    }
+
     struct After {
         fib::ManagerStats manager;
         fib::WaiterStats waiter;
@@ -39,9 +44,10 @@ struct ServerThread {
             fib::Waiter waiter;
             server.emplace(args...);
             tid = ::gettid();
-            started.store(true);
-            started.notify_one();
+            set_flag(started);
             server->serve(stop_pipe[0]);
+            set_flag(returned);
+            released.wait(false);
             after = {manager.stats(), waiter.stats(), true};
         });
         started.wait(false);
@@ -53,17 +59,27 @@ struct ServerThread {
         ::close(stop_pipe[0]);
         ::close(stop_pipe[1]);
     }
+    // Ends serve() and joins the thread; `after` is valid from then on.
     void stop() {
         if (!thread.joinable()) return;
-        [[maybe_unused]] ssize_t written = ::write(stop_pipe[1], "x", 1);
+        stop_serving();
+        set_flag(released);
         thread.join();
+    }
+    // Only ends serve(): the thread then waits for stop() before it tears the manager and the
+    // Waiter down. For a test that must see serve() return in a state (out of fds) in which
+    // the teardown itself could not be checked (see `started`).
+    void stop_serving() {
+        if (!returned.load()) [[maybe_unused]] ssize_t written = ::write(stop_pipe[1], "x", 1);
+        returned.wait(false);
     }
 
     int stop_pipe[2] = {-1, -1};
-    // A flag, not a std::promise: a promise's shared state has a vtable, and UBSan checks a
-    // vtable by reading it through a pipe. In a test that has run out of fds
-    // (L04_echo_hostile_test.cpp) the pipe fails, and UBSan reports an "invalid vptr".
-    std::atomic<bool> started{false};
+    // Flags, not std::promise: UBSan checks a virtual call by reading the vtable through a
+    // pipe, which fails in a test that has run out of fds (L04_echo_hostile_test.cpp) and
+    // reports an "invalid vptr". So nothing with a vtable may die while fds are out: neither
+    // a promise's shared state, nor the Waiter's Poller, nor std::thread's state.
+    std::atomic<bool> started{false}, returned{false}, released{false};
     std::optional<S> server;  // built and served on `thread`; destroyed with this harness
     std::thread thread;
     const S* live = nullptr;  // its counters are atomics: readable from the test's thread
