@@ -39,6 +39,7 @@ FiberRecord* FiberManager::create_fiber(const FiberOptions& options, std::size_t
     fiber->asan_stack_size = body_at - bottom;
     fiber->stack = std::move(stack);
     all_.push_back(fiber);
+    if (environment_) environment_->fiber_created(*fiber);
     return fiber;
 }
 
@@ -81,6 +82,7 @@ void FiberManager::abandon(FiberRecord* fiber) { release(fiber); }
 // record's life, then pool the stack.
 void FiberManager::release(FiberRecord* fiber) {
     all_.remove(fiber);
+    if (environment_) environment_->fiber_released(*fiber);
     Stack stack = std::move(fiber->stack);
     fiber->~FiberRecord();
     stacks_.give_back(std::move(stack));

@@ -10,7 +10,9 @@ namespace fib {
 namespace {
 
 // The manager of this thread. Only the pointer is per thread; everything a
-// fiber needs lives in the manager and the fiber records.
+// fiber needs lives in the manager and the fiber records. (Lesson 6 gives a
+// fiber TLS of its own, where this pointer starts as nullptr: fiber_main sets
+// it again as each fiber starts.)
 thread_local FiberManager* current_manager = nullptr;
 
 }  // namespace
@@ -65,7 +67,7 @@ void FiberManager::switch_to(FiberRecord* next) {
     const bool finished = self->state == FiberState::Finished;
     sanitizer::start_switch(finished ? nullptr : &self->asan_fake_stack, next->asan_stack_bottom,
                             next->asan_stack_size);
-    switch_context(&self->context, &next->context, reinterpret_cast<std::uintptr_t>(next));
+    switch_routine_(&self->context, &next->context, reinterpret_cast<std::uintptr_t>(next));
     finish_switch();
 }
 
@@ -113,13 +115,17 @@ FiberRecord* FiberManager::next_or_deadlock() {
 // Every fiber's first frame. `arg` is its record, delivered by switch_context.
 void FiberManager::fiber_main(std::uintptr_t arg) {
     auto* self = reinterpret_cast<FiberRecord*>(arg);
-    self->manager->finish_switch();
+    FiberManager* manager = self->manager;
+    manager->finish_switch();
+    current_manager = manager;  // a no-op unless this fiber has TLS of its own
+    if (manager->environment_) manager->environment_->fiber_starting(*self);
     try {
         self->run_body(self->body);
     } catch (...) {
         self->exception = std::current_exception();
     }
-    self->manager->exit_running();
+    if (manager->environment_) manager->environment_->fiber_ending(*self);
+    manager->exit_running();
 }
 
 // The running fiber's function has ended. Wake whoever waits for it, then
@@ -164,6 +170,13 @@ void FiberManager::report_deadlock() {
         std::fprintf(stderr, "\n");
     }
     fatal("deadlock: every fiber is blocked and none can wake the others");
+}
+
+void FiberManager::set_environment(FiberEnvironment* environment, SwitchRoutine routine) {
+    if (running_ != &main_ || all_.size() > 1)
+        fatal("a fiber environment must be installed from main before any fiber is created");
+    environment_ = environment;
+    switch_routine_ = routine;
 }
 
 ManagerStats FiberManager::stats() const {

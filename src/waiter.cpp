@@ -6,9 +6,6 @@
 namespace fib {
 namespace {
 
-// The Waiter of this thread, for the I/O helpers (io.hpp) to find.
-thread_local Waiter* current_waiter = nullptr;
-
 constexpr short kReadEvents = POLLIN | POLLPRI | POLLRDHUP;
 constexpr short kWriteEvents = POLLOUT;
 
@@ -20,14 +17,20 @@ FiberManager& manager_of_this_thread() {
 
 }  // namespace
 
-Waiter* Waiter::current() noexcept { return current_waiter; }
+// The Waiter of this thread, for the I/O helpers (io.hpp) to find. It is kept
+// in the thread's FiberManager, not in a thread_local of its own: lesson 6
+// gives fibers TLS of their own, and the manager pointer is re-set in each.
+Waiter* Waiter::current() noexcept {
+    FiberManager* manager = FiberManager::current();
+    return manager ? manager->waiter() : nullptr;
+}
 
 Waiter::Waiter(const char* backend)
     : manager_(manager_of_this_thread()),
       poller_(make_poller(backend)),
       fiber_({.name = "waiter", .service = true}, [this] { run(); }) {
-    if (current_waiter) fatal("a second Waiter was created on a thread that already has one");
-    current_waiter = this;
+    if (manager_.waiter()) fatal("a second Waiter was created on a thread that already has one");
+    manager_.set_waiter(this);
 }
 
 Waiter::~Waiter() {
@@ -37,7 +40,7 @@ Waiter::~Waiter() {
     stopping_ = true;
     wake_if_idle();
     fiber_.join();
-    current_waiter = nullptr;
+    manager_.set_waiter(nullptr);
 }
 
 // The Waiter's fiber. Each turn: ask the Poller which fds are ready (without

@@ -23,6 +23,8 @@
 
 namespace fib {
 
+class Waiter;  // lesson 4
+
 struct FiberOptions {
     const char* name = nullptr;  // shown in messages; copied, truncated to 31 bytes
     std::size_t stack_size = Stack::kDefaultSize;
@@ -30,6 +32,23 @@ struct FiberOptions {
     // never end: spawned/finished and wait_for_all() do not count it.
     bool service = false;
 };
+
+// Extension point for lesson 6 (fiber-local storage). An environment gives
+// fibers more than registers and a stack: it chooses the routine that switches
+// (lesson 6's also loads the %fs and %gs base registers), fills in each new
+// fiber's context, and runs code on the fiber as its function starts and ends.
+// Lessons 2-5 install none, and fibers switch with switch_context.
+class FiberEnvironment {
+public:
+    virtual void fiber_created(FiberRecord& fiber) = 0;   // before its first switch
+    virtual void fiber_starting(FiberRecord& fiber) = 0;  // on the fiber, before its function
+    virtual void fiber_ending(FiberRecord& fiber) = 0;    // on the fiber, after its function
+    virtual void fiber_released(FiberRecord& fiber) = 0;  // its record is about to go
+
+protected:
+    ~FiberEnvironment() = default;
+};
+using SwitchRoutine = void (*)(Context* from, Context* to, std::uintptr_t arg);
 
 struct ManagerStats {
     std::uint64_t spawned = 0;       // fibers ever started (main and service fibers not counted)
@@ -78,6 +97,15 @@ public:
     // Prints every blocked fiber and what it waits for, then stops the program.
     [[noreturn]] void report_deadlock();
 
+    // Install an environment and its switch routine (nullptr, switch_context:
+    // none). Only from main, while no other fiber exists.
+    void set_environment(FiberEnvironment* environment, SwitchRoutine routine);
+
+    // Extension point for lesson 4: the Waiter of this thread lives here, so
+    // that the manager pointer is the one thing the thread keeps in TLS.
+    Waiter* waiter() const { return waiter_; }
+    void set_waiter(Waiter* waiter) { waiter_ = waiter; }
+
 private:
     static void fiber_main(std::uintptr_t arg);  // every fiber starts here
     [[noreturn]] void exit_running();
@@ -105,6 +133,9 @@ private:
     std::uint64_t switches_ = 0;
     bool main_waits_for_all_ = false;
     OverflowGuard overflow_guard_;  // reports a fiber overflowing its stack
+    FiberEnvironment* environment_ = nullptr;   // lesson 6
+    SwitchRoutine switch_routine_ = &switch_context;
+    Waiter* waiter_ = nullptr;                  // lesson 4
 };
 
 namespace this_fiber {
