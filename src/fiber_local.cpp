@@ -5,7 +5,6 @@
 
 #include "fib/fatal.hpp"
 #include "fib/fiber_manager.hpp"
-#include "fib/tls_switch.hpp"
 
 namespace fib {
 namespace {
@@ -35,15 +34,13 @@ void* allocate_block() {
 void free_block(void* block) { ::operator delete(block, std::align_val_t{layout().align}); }
 
 // The block of a thread that runs no fibers with blocks of their own: made at
-// its first access, freed as the thread exits.
+// its first access, freed as the thread exits. Reached without %gs.
 struct ThreadBlock {
     void* block = nullptr;
     ~ThreadBlock() {
         if (!block) return;
         FiberLocalPool::destroy_values(block);
         free_block(block);
-        set_gs_base(nullptr);
-        detail::gs_block_ready = false;
     }
 };
 thread_local ThreadBlock thread_block;
@@ -66,10 +63,12 @@ std::size_t register_fiber_local(std::size_t size, std::size_t align, FiberLocal
     return slot.offset;
 }
 
-// The first fiber_local access of code whose %fs block has not been told that
-// %gs is set up. Inside a FiberManager that means nobody gives its fibers
-// blocks: say so. Outside one, this is a thread of its own (perhaps started
-// from a fiber, with that fiber's %gs base inherited): give it its own block.
+// A fiber_local access from code whose %fs block was not told that %gs is set
+// up. Inside a FiberManager that means nobody gives its fibers blocks: say so.
+// Outside one, this is a thread of its own, perhaps started from a fiber and
+// so with that fiber's %gs base inherited: it gets a block of its own, found
+// through a thread_local rather than %gs, and on every access checks again,
+// so that fibers started on it later without a FiberTls are refused too.
 void* prepare_gs_block() {
     if (FiberManager* manager = FiberManager::current())
         fatal("%s used a fib::fiber_local, but its FiberManager has no FiberTls with fiber_locals",
@@ -78,14 +77,7 @@ void* prepare_gs_block() {
         thread_block.block = allocate_block();
         FiberLocalPool::construct_values(thread_block.block);
     }
-    set_gs_base(thread_block.block);
-    gs_block_ready = true;
     return thread_block.block;
-}
-
-void restore_thread_gs_block() {
-    set_gs_base(thread_block.block);
-    gs_block_ready = thread_block.block != nullptr;
 }
 
 }  // namespace detail

@@ -36,7 +36,8 @@ FiberTls::~FiberTls() {
     if (options_.fiber_locals) {
         void* block = block_at(main_->context.gs_base);
         FiberLocalPool::destroy_values(block);
-        detail::restore_thread_gs_block();
+        detail::gs_block_ready = false;
+        set_gs_base(nullptr);
         local_blocks_.give_back(block);
     }
     main_->context.fs_base = main_->context.gs_base = 0;

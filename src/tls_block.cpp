@@ -10,6 +10,26 @@
 #include "fib/tls_segments.hpp"
 
 namespace fib {
+namespace {
+
+// AddressSanitizer finds its state for the running thread through a pthread
+// key, whose values live in struct pthread: on a fresh block, ASan would take
+// the fiber for a thread it does not know, skip its stack-switch bookkeeping
+// there, and afterwards believe main runs on the last fiber's stack. So in an
+// ASan build a block gets the thread's values of the first 32 keys: ASan then
+// sees what is true, one thread running on many stacks.
+void share_sanitizer_thread([[maybe_unused]] TcbHead* block, [[maybe_unused]] TcbHead* thread) {
+#if defined(__SANITIZE_ADDRESS__)
+    char* const thread_bytes = reinterpret_cast<char*>(thread);
+    char* first_keys;  // the thread's specific[0]: its block of the first 32 keys
+    std::memcpy(&first_keys, thread_bytes + _thread_db_pthread_specific[2], sizeof first_keys);
+    const std::ptrdiff_t at = first_keys - thread_bytes;
+    constexpr std::size_t kFirstKeysBytes = 32 * (sizeof(std::uintptr_t) + sizeof(void*));  // {seq, data}
+    std::memcpy(reinterpret_cast<char*>(block) + at, first_keys, kFirstKeysBytes);
+#endif
+}
+
+}  // namespace
 
 TlsBlockPool::TlsBlockPool() : thread_(thread_pointer()) {}
 
@@ -50,6 +70,7 @@ TcbHead* TlsBlockPool::make_block() {
         int cpu_id = -2;
         std::memcpy(bytes + __rseq_offset + sizeof(std::uint32_t), &cpu_id, sizeof cpu_id);
     }
+    share_sanitizer_thread(block, thread_);
     return block;
 }
 
@@ -59,7 +80,9 @@ TcbHead* TlsBlockPool::make_block() {
 // own block (a module of its own unless linked statically): it holds malloc's
 // per-thread cache, which a fresh block would make malloc allocate anew (about
 // 1.3 KiB, never freed: only a thread's exit frees it), so a recycled block
-// keeps its cache. Statically linked, fiber_ending() frees it instead.
+// keeps its cache. Statically linked, fiber_ending() frees it instead. (In an
+// ASan build, ASan's own block is kept too: it tracks the block's dynamic TLS
+// in memory it maps once per block.)
 TcbHead* TlsBlockPool::take() {
     TcbHead* tp;
     if (free_.empty()) {

@@ -1,6 +1,7 @@
 // tls_segments.cpp — lesson 6: finding every module's PT_TLS header with dl_iterate_phdr.
 #include "fib/tls_segments.hpp"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 
@@ -11,14 +12,26 @@
 
 #include "fib/fatal.hpp"
 #include "fib/glibc_tls.hpp"
+#include "fib/sanitizer.hpp"
 
 namespace fib {
 namespace {
+
+// The path of the module that holds AddressSanitizer's runtime, or nullptr
+// when this is not an ASan build.
+const char* sanitizer_module() {
+#if defined(__SANITIZE_ADDRESS__)
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&__sanitizer_start_switch_fiber), &info)) return info.dli_fname;
+#endif
+    return nullptr;
+}
 
 struct Search {
     std::vector<TlsSegment>* found;
     std::uintptr_t tp;           // this thread's thread pointer
     std::size_t static_size;     // the static TLS area below it
+    const char* sanitizer;       // sanitizer_module()
 };
 
 // Called once per loaded module, with its program headers. dlpi_tls_data is
@@ -42,6 +55,7 @@ int visit_module(dl_phdr_info* info, std::size_t, void* data) {
             // Statically linked, libc's variables are the executable's ("").
             .c_library = errno_at >= block && errno_at < block + header.p_memsz &&
                          info->dlpi_name[0] != '\0',
+            .sanitizer_runtime = search.sanitizer && std::strcmp(info->dlpi_name, search.sanitizer) == 0,
         });
     }
     return 0;
@@ -51,7 +65,8 @@ std::vector<TlsSegment> read_segments() {
     std::vector<TlsSegment> segments;
     std::size_t static_size = 0, static_align = 0;
     _dl_get_tls_static_info(&static_size, &static_align);
-    Search search{&segments, reinterpret_cast<std::uintptr_t>(thread_pointer()), static_size};
+    Search search{&segments, reinterpret_cast<std::uintptr_t>(thread_pointer()), static_size,
+                  sanitizer_module()};
     dl_iterate_phdr(&visit_module, &search);
     if (segments.empty()) fatal("no PT_TLS segment found; is errno not thread-local here?");
     return segments;
@@ -67,7 +82,7 @@ std::span<const TlsSegment> tls_segments() {
 // The article's step, per module: copy .tdata, zero .tbss.
 void reset_tls_segments(void* tp) {
     for (const TlsSegment& segment : tls_segments()) {
-        if (segment.c_library) continue;
+        if (segment.c_library || segment.sanitizer_runtime) continue;
         char* block = static_cast<char*>(tp) - segment.offset;
         std::memcpy(block, segment.image, segment.image_size);
         std::memset(block + segment.image_size, 0, segment.size - segment.image_size);

@@ -23,7 +23,7 @@
 // Fibers get blocks from a FiberTls (fiber_tls.hpp) with fiber_locals on. A
 // thread with no FiberManager gets a block of its own at its first access: a
 // thread started from a fiber must not go on using that fiber's block, which
-// it would, since a new thread inherits its creator's %gs base.
+// it would through %gs, since a new thread inherits its creator's %gs base.
 #pragma once
 
 #include <cstddef>
@@ -66,16 +66,15 @@ namespace detail {
 
 std::size_t register_fiber_local(std::size_t size, std::size_t align, FiberLocalSlot slot);
 
-// True once this TLS block's code may read %gs: set for main by FiberTls, for
-// a fiber with TLS of its own as it starts, and for a plain thread at its first
-// access. Per %fs block, hence per thread: a new thread starts with false.
+// True while this TLS block's code may read %gs: set for main by FiberTls and
+// for a fiber with TLS of its own as it starts. Per %fs block, hence per
+// thread: a new thread starts with false, whatever %gs base it inherited.
 extern constinit thread_local bool gs_block_ready;
-void* prepare_gs_block();  // the first access on this block: see fiber_local.cpp
-void restore_thread_gs_block();  // as a FiberTls goes: back to the thread's own, if any
+void* prepare_gs_block();  // the block when %gs is not ours: see fiber_local.cpp
 
 inline char* gs_block() {
     if (!gs_block_ready) [[unlikely]]
-        prepare_gs_block();
+        return static_cast<char*>(prepare_gs_block());
     char* block;
     asm volatile("movq %%gs:0, %0" : "=r"(block));
     return block;

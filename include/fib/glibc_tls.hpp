@@ -63,8 +63,11 @@ void _dl_get_tls_static_info(std::size_t* size, std::size_t* align);
 void __ctype_init();
 // libc: run and forget the destructors of this block's thread_local objects.
 void __call_tls_dtors();
-// libc: glibc's debugger tables; [2] is the offset of struct pthread's tid.
+// libc: glibc's debugger tables; [2] is the offset of struct pthread's field:
+// tid, and `specific` (the pthread keys' values; the first block of 32 keys
+// lies inside struct pthread, and a thread's specific[0] points at it).
 extern const std::uint32_t _thread_db_pthread_tid[3];
+extern const std::uint32_t _thread_db_pthread_specific[3];
 // libc (public since 2.35): where the thread's rseq area sits, from tp.
 extern const std::ptrdiff_t __rseq_offset;
 extern const unsigned int __rseq_size;

@@ -27,13 +27,15 @@ struct TlsSegment {
     std::size_t align;        // p_align
     std::size_t offset;       // the module's block starts at tp - offset
     bool c_library;           // libc's own block: errno, malloc's cache (not when static)
+    bool sanitizer_runtime;   // AddressSanitizer's own block (SAN=1 builds only)
 };
 
 // The static TLS segments of the modules loaded now, read once.
 std::span<const TlsSegment> tls_segments();
 
 // Initialise the block of every segment below thread pointer `tp` from its
-// image, except the C library's (see TlsBlockPool::take for why).
+// image, except libc's and ASan's, which a reused block keeps (see
+// TlsBlockPool::take for why).
 void reset_tls_segments(void* tp);
 
 }  // namespace fib
