@@ -10,7 +10,7 @@ $(error This course runs only on x86-64 Linux (this is $(shell uname -s) on $(sh
 endif
 
 # ---- What each lesson adds ------------------------------------------------------------------
-LESSONS := 1 2 3 4 5
+LESSONS := 1 2 3 4 5 6
 
 LIB_1   := asm/switch_context.S asm/context_trampoline.S src/context.cpp src/stack.cpp src/fatal.cpp
 HDRS_1  := include/fib/context_layout.h include/fib/context.hpp include/fib/stack.hpp \
@@ -87,9 +87,28 @@ SOURCES_5_chat_server := $(L5)/chat_main.cpp $(L5)/stop_signals.cpp \
                          lessons/04-echo-server/server_program.cpp $(CHAT_5)
 SOURCES_5_echo_epoll  := $(L5)/echo_epoll.cpp lessons/04-echo-server/server_program.cpp
 
+# Lesson 6: fiber-local storage. Per-fiber TLS blocks (%fs) from the PT_TLS segments, and
+# fib::fiber_local through %gs; FiberTls installs both on a manager.
+LIB_6   := asm/switch_context_tls.S src/tls_switch.cpp src/tls_segments.cpp src/tls_block.cpp \
+           src/fiber_local.cpp src/fiber_tls.cpp
+L6      := lessons/06-fiber-local-storage
+HDRS_6  := include/fib/tls_switch.hpp include/fib/glibc_tls.hpp include/fib/tls_segments.hpp \
+           include/fib/tls_block.hpp include/fib/fiber_local.hpp include/fib/fiber_tls.hpp
+DEMO_6  := $(L6)/main.cpp
+TESTS_6 := tests/L06_tcb_test.cpp tests/L06_tls_test.cpp tests/L06_exceptions_test.cpp tests/L06_libc_test.cpp \
+           tests/L06_stack_protector.cpp tests/L06_fiber_local_test.cpp tests/L06_memory_test.cpp \
+           tests/L06_misuse_test.cpp
+# A shared library with a thread_local of its own, reached through the DTV; the stage-6
+# tests link it (not when STATIC=1, where there are no shared libraries).
+PROBE_6 := tests/L06_probe_lib.cpp
+# make test-lesson6 runs these suites a second time with the arch_prctl fallback.
+TWICE_6 := L06_*
+TWICE_ENV_6 := FIB_TLS_SWITCH=arch_prctl
+
 # make bench: one program, built on the latest stage; each lesson adds its rows.
 SOURCES_bench := tests/bench/bench_main.cpp tests/bench/switch_bench.cpp \
-                 tests/bench/manager_bench.cpp tests/bench/memory_bench.cpp $(ECHO_4)
+                 tests/bench/manager_bench.cpp tests/bench/memory_bench.cpp \
+                 tests/bench/tls_bench.cpp $(ECHO_4)
 
 LAST_LESSON := $(lastword $(LESSONS))
 PROGRAMS    := $(sort $(foreach n,$(LESSONS),$(PROGRAMS_$(n))))
@@ -113,6 +132,18 @@ LDFLAGS  += -fsanitize=address,undefined
 TEST_ENV := ASAN_OPTIONS=detect_stack_use_after_return=1
 else
 OUT      := $(BUILD_DIR)
+endif
+
+# STATIC=1: everything linked statically, in a build tree of its own (lesson 6 shows that
+# libc's TLS then lives in the executable's own segment). -u keeps glibc's per-thread
+# clean-up, which lesson 6 calls weakly, in the link.
+ifeq ($(STATIC),1)
+ifeq ($(SAN),1)
+$(error SAN=1 and STATIC=1 do not go together: the sanitizers need a dynamic link)
+endif
+OUT      := $(BUILD_DIR)/static
+CPPFLAGS += -DFIB_STATIC=1
+LDFLAGS  += -static -Wl,-u,__libc_thread_freeres
 endif
 
 # GoogleTest, from Debian's libgtest-dev; only the tests need it.
@@ -151,12 +182,17 @@ endef
 
 define STAGE
 LIB_OBJS_$(1)  := $(call objects,$(1),$(call libsrcs,$(1)))
+# The stage's test shared libraries (lesson 6's probe), linked into its tests.
+TEST_SO_$(1)   := $(if $(filter 1,$(STATIC)),,$(foreach n,$(call upto,$(1)),$(PROBE_$(n):tests/%.cpp=$(OUT)/lesson$(1)/lib%.so)))
 DEMO_OBJS_$(1) := $(call objects,$(1),$(DEMO_$(1)))
 TEST_OBJS_$(1) := $(call objects,$(1),tests/main.cpp $(call collect,$(1),TESTS))
 
 $(OUT)/lesson$(1)/obj/%.o: %.cpp
 	@mkdir -p $$(@D)
 	$$(CXX) $$(CPPFLAGS) $$(CXXFLAGS) -c $$< -o $$@
+
+$(OUT)/lesson$(1)/lib%.so: tests/%.cpp
+	$$(CXX) $$(CPPFLAGS) $$(CXXFLAGS) -fPIC -shared $$< -o $$@
 
 $(OUT)/lesson$(1)/obj/%.o: %.S
 	@mkdir -p $$(@D)
@@ -168,8 +204,8 @@ $(OUT)/lesson$(1)/libfib.a: $$(LIB_OBJS_$(1))
 $(OUT)/lesson$(1)/demo: $$(DEMO_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a
 	$$(CXX) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@
 
-$(OUT)/lesson$(1)/tests: $$(TEST_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a
-	$$(CXX) $$(LDFLAGS) $$^ $$(GTEST_LIBS) $$(LDLIBS) -o $$@
+$(OUT)/lesson$(1)/tests: $$(TEST_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a $$(TEST_SO_$(1))
+	$$(CXX) $$(LDFLAGS) $$(TEST_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a $$(TEST_SO_$(1):%=% -Wl,-rpath,$$(abspath $$(dir $$(TEST_SO_$(1))))) $$(GTEST_LIBS) $$(LDLIBS) -o $$@
 
 # Stage N must not include a header that a later lesson adds.
 $(OUT)/lesson$(1)/layers.ok: $$(LIB_OBJS_$(1)) $$(DEMO_OBJS_$(1)) $$(PROGRAM_OBJS_$(1))
@@ -185,7 +221,7 @@ run-lesson$(1): lesson$(1)
 
 test-lesson$(1): gtest-check lesson$(1) $(OUT)/lesson$(1)/tests
 	$(TEST_ENV) $(OUT)/lesson$(1)/tests
-	$(if $(TWICE_$(1)),$(TEST_ENV) FIB_BACKEND=poll $(OUT)/lesson$(1)/tests --gtest_filter='$(TWICE_$(1))')
+	$(if $(TWICE_$(1)),$(TEST_ENV) $(or $(TWICE_ENV_$(1)),FIB_BACKEND=poll) $(OUT)/lesson$(1)/tests --gtest_filter='$(TWICE_$(1))')
 
 -include $$(LIB_OBJS_$(1):.o=.d) $$(DEMO_OBJS_$(1):.o=.d) $$(TEST_OBJS_$(1):.o=.d) \
          $$(PROGRAM_OBJS_$(1):.o=.d)
@@ -193,6 +229,10 @@ endef
 $(foreach n,$(LESSONS),$(foreach program,$(PROGRAMS_$(n)),$(eval $(call PROGRAM,$(n),$(program)))))
 $(foreach program,$(PROGRAMS),$(eval $(call LATEST_PROGRAM,$(program))))
 $(foreach n,$(LESSONS),$(eval $(call STAGE,$(n))))
+
+# This one test file is compiled with the stack protector (Debian's g++ does not enable it by
+# default): its functions check the canary at %fs:0x28 on the way out.
+$(OUT)/lesson6/obj/tests/L06_stack_protector.o: CXXFLAGS += -fstack-protector-strong
 
 # make bench's program, on the latest stage.
 BENCH_OBJS := $(call objects,$(LAST_LESSON),$(SOURCES_bench))
@@ -251,6 +291,7 @@ help:
 	@echo "make test            run every test of every stage, then check-stack"
 	@echo "make test-lessonN    run the tests of lessons 1..N against stage N"
 	@echo "make SAN=1 test      the same tests under AddressSanitizer + UBSan (build/san/)"
+	@echo "make STATIC=1 test-lesson6  lesson 6's tests (and 1-5's) linked statically (build/static/)"
 	@echo "make bench           switch, yield, spawn, CondVar and memory costs, side by side (~1 min)"
 	@echo "make bench-echo      the echo servers under load: fibers, an epoll loop, a thread per client (~2 min)"
 	@echo "make check-stack     check that no built binary has an executable stack"

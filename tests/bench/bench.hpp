@@ -60,6 +60,7 @@ const Figure* find(const std::vector<Figure>& figures, const std::string& name);
 void switch_costs(std::vector<Figure>& figures);   // call, switch_context, swapcontext, threads
 void manager_costs(std::vector<Figure>& figures);  // yield, spawn_join, condvar_pingpong, threads
 void memory_costs(std::vector<Figure>& figures);   // fiber_rss, conn_rss
+void tls_costs(std::vector<Figure>& figures);      // switch_fs/gs/arch_prctl, spawn_join_tls, TLS memory
 
 // The process's resident memory, from /proc/self/statm (or another pid's).
 long resident_bytes(int pid = 0);

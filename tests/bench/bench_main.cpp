@@ -3,6 +3,8 @@
 // Lessons 1-4: the raw switch against a function call, swapcontext and two OS
 // threads; the manager's yield, spawn + join and CondVar hand-off against the
 // raw switch and std::thread; memory per blocked fiber and per idle connection.
+// Lesson 6: the switch that also loads %fs/%gs, spawn + join with a TLS block
+// per fiber, and what those blocks cost in memory.
 // The echo servers under load are `make bench-echo` (scripts/bench-echo.sh).
 #include <unistd.h>
 
@@ -89,7 +91,7 @@ bool wanted(int argc, char** argv, const char* section) {
 
 }  // namespace
 
-// `bench [memory] [switch] [manager]` runs only those sections; `bench` runs all.
+// `bench [memory] [switch] [manager] [tls]` runs only those sections; `bench` runs all.
 int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     std::printf("make bench on %s, %u cores; medians of %d repetitions\n", cpu_model().c_str(),
@@ -100,6 +102,7 @@ int main(int argc, char** argv) {
     if (wanted(argc, argv, "memory")) bench::memory_costs(figures);
     if (wanted(argc, argv, "switch")) bench::switch_costs(figures);
     if (wanted(argc, argv, "manager")) bench::manager_costs(figures);
+    if (wanted(argc, argv, "tls")) bench::tls_costs(figures);
     bench::print_table(figures);
 
     auto median = [&](const char* name) {
