@@ -16,18 +16,13 @@
 
 #include "fib/fiber.hpp"
 #include "fib/fiber_tls.hpp"
+#include "L06_run_fibers.hpp"
 
 namespace {
 
 using fib::this_fiber::yield;
 
-// Runs body(0), ..., body(n - 1), each on a fiber of its own, and joins them all.
-template <class Body>
-void run_fibers(int n, Body body) {
-    std::vector<fib::Fiber> fibers;
-    for (int i = 0; i < n; ++i) fibers.emplace_back(body, i);
-    for (fib::Fiber& fiber : fibers) fiber.join();
-}
+using l06::run_fibers;
 
 // Fiber i throws i + 1, yields inside the catch block (the other fiber throws
 // and catches its own meanwhile), then rethrows with a bare `throw;`.

@@ -25,6 +25,7 @@
 
 #include "fib/fiber.hpp"
 #include "fib/fiber_tls.hpp"
+#include "L06_run_fibers.hpp"
 
 #ifndef FIB_STATIC
 extern "C" int* l06_probe_counter();  // tests/L06_probe_lib.cpp: thread_local, starts at 1000
@@ -34,13 +35,7 @@ namespace {
 
 using fib::this_fiber::yield;
 
-// Runs body(0), ..., body(n - 1), each on a fiber of its own, and joins them all.
-template <class Body>
-void run_fibers(int n, Body body) {
-    std::vector<fib::Fiber> fibers;
-    for (int i = 0; i < n; ++i) fibers.emplace_back(body, i);
-    for (fib::Fiber& fiber : fibers) fiber.join();
-}
+using l06::run_fibers;
 
 TEST(L06_Tls, ErrnoIsPerFiberAcrossYieldsAndMainKeepsItsOwn) {
     fib::FiberManager manager;
