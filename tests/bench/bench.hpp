@@ -11,6 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "fib/condvar.hpp"
+#include "fib/fiber.hpp"
+
 namespace bench {
 
 constexpr int kRepetitions = 7;
@@ -35,6 +38,24 @@ Summary ns_per_op(long operations, Run run) {
         values.push_back(elapsed.count() / static_cast<double>(operations));
     }
     return summarize(std::move(values));
+}
+
+// Spawns `count` detached fibers on `manager`, lets each run once and block on a
+// CondVar, and returns what `measure()` says while they are all blocked; then
+// releases them and waits until they have ended. For the memory rows: a blocked
+// fiber holds its record, its stack and whatever its environment gave it.
+template <class Measure>
+auto while_fibers_blocked(fib::FiberManager& manager, long count, Measure measure) {
+    fib::CondVar released_cv;
+    bool released = false;
+    for (long i = 0; i < count; ++i)
+        fib::Fiber([&] { released_cv.wait([&released] { return released; }); }).detach();
+    manager.yield();  // every fiber runs once and blocks in wait()
+    const auto measured = measure();
+    released = true;
+    released_cv.notify_all();
+    manager.wait_for_all();
+    return measured;
 }
 
 // One row of the table and its RESULT line.

@@ -22,8 +22,6 @@
 
 #include "../../lessons/04-echo-server/echo_server.hpp"
 #include "bench.hpp"
-#include "fib/condvar.hpp"
-#include "fib/fiber.hpp"
 #include "fib/tcp.hpp"
 #include "fib/waiter.hpp"
 
@@ -44,17 +42,12 @@ long count_lines(const char* path) {
 // One repetition, in a fresh manager so the stacks are new mappings.
 double rss_per_blocked_fiber(long* mappings) {
     fib::FiberManager manager;
-    fib::CondVar released_cv;
-    bool released = false;
     const long before = resident_bytes();
-    for (long i = 0; i < kFibers; ++i)
-        fib::Fiber([&] { released_cv.wait([&released] { return released; }); }).detach();
-    manager.yield();  // every fiber runs once and blocks in wait()
-    const long after = resident_bytes();
-    *mappings = count_lines("/proc/self/maps");
-    released = true;
-    released_cv.notify_all();
-    manager.wait_for_all();
+    const long after = while_fibers_blocked(manager, kFibers, [mappings] {
+        const long resident = resident_bytes();
+        *mappings = count_lines("/proc/self/maps");
+        return resident;
+    });
     return static_cast<double>(after - before) / kFibers;
 }
 

@@ -25,7 +25,6 @@
 #include <string>
 
 #include "bench.hpp"
-#include "fib/condvar.hpp"
 #include "fib/fiber.hpp"
 #include "fib/fiber_tls.hpp"
 #include "fib/glibc_tls.hpp"
@@ -127,16 +126,8 @@ double heap_growth_alive(bool with_tls) {
     fib::FiberManager manager;
     std::optional<fib::FiberTls> tls;
     if (with_tls) tls.emplace(manager);
-    fib::CondVar released_cv;
-    bool released = false;
     const long before = heap_in_use();
-    for (long i = 0; i < kAliveFibers; ++i)
-        fib::Fiber([&] { released_cv.wait([&released] { return released; }); }).detach();
-    manager.yield();  // every fiber runs once and blocks in wait()
-    const long after = heap_in_use();
-    released = true;
-    released_cv.notify_all();
-    manager.wait_for_all();
+    const long after = while_fibers_blocked(manager, kAliveFibers, heap_in_use);
     return static_cast<double>(after - before);
 }
 
