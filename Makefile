@@ -97,7 +97,7 @@ HDRS_6  := include/fib/tls_switch.hpp include/fib/glibc_tls.hpp include/fib/tls_
 DEMO_6  := $(L6)/main.cpp
 TESTS_6 := tests/L06_tcb_test.cpp tests/L06_tls_test.cpp tests/L06_exceptions_test.cpp tests/L06_libc_test.cpp \
            tests/L06_stack_protector.cpp tests/L06_fiber_local_test.cpp tests/L06_memory_test.cpp \
-           tests/L06_misuse_test.cpp
+           tests/L06_misuse_test.cpp tests/L06_gs_base_test.cpp
 # A shared library with a thread_local of its own, reached through the DTV; the stage-6
 # tests link it (not when STATIC=1, where there are no shared libraries).
 PROBE_6 := tests/L06_probe_lib.cpp
