@@ -1,8 +1,10 @@
 // tls_block.cpp — lesson 6: making a TLS block that libc, libstdc++ and the compiler accept as a thread's.
 #include "fib/tls_block.hpp"
 
+#include <locale.h>
 #include <sys/types.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -97,9 +99,16 @@ TcbHead* TlsBlockPool::take() {
 
 void TlsBlockPool::give_back(TcbHead* tp) { free_.push_back(tp); }
 
-// glibc sets a new thread's ctype table pointers (TLS, zero in the image) in
-// pthread_create; without them isalpha() reads through a null pointer.
-void TlsBlockPool::fiber_starting() { __ctype_init(); }
+// A new thread starts with errno 0 and the global locale, and pthread_create
+// sets its ctype table pointers (TLS, zero in libc's image: without them
+// isalpha() reads through a null pointer). uselocale() sets the locale and
+// those pointers at once. It matters on a recycled block too: libc's TLS is
+// not reset (take(), above), so it still holds its last fiber's errno and
+// locale.
+void TlsBlockPool::fiber_starting() {
+    errno = 0;
+    uselocale(LC_GLOBAL_LOCALE);
+}
 
 // What a thread's exit does with its TLS: destroy the thread_local objects
 // constructed on this block, and (statically linked) free malloc's cache.

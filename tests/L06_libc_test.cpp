@@ -4,11 +4,14 @@
 // thread or that fiber_starting sets up: setjmp/longjmp and atexit mangle
 // pointers with the pointer guard (%fs:0x30), so a handler registered on a
 // fiber must still demangle on main at exit; isalpha and toupper read the
-// ctype table pointers __ctype_init sets; an error-checking or recursive mutex
-// records its owner by the tid in struct pthread; and a function built with
-// -fstack-protector-strong compares the canary at %fs:0x28 on its way out.
+// ctype table pointers that fiber_starting sets with the locale; errno and the
+// locale start as a new thread's, on a recycled block too; an error-checking
+// or recursive mutex records its owner by the tid in struct pthread; and a
+// function built with -fstack-protector-strong compares the canary at %fs:0x28
+// on its way out.
 // The last test is about one more runtime with per-thread state: ASan's.
 #include <gtest/gtest.h>
+#include <locale.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -115,6 +118,33 @@ TEST(L06_Libc, CtypeWorksInANewAndInARecycledBlock) {
     EXPECT_EQ(tls.stats().tls_blocks_created, 1u);
 }
 
+// A new thread starts with errno 0 and the global locale: so does a fiber on a recycled block,
+// whose last fiber left an error and a locale of its own (libc's TLS is not reset on reuse in a
+// dynamic build; fiber_starting sets them back).
+TEST(L06_Libc, ARecycledBlockStartsWithErrnoZeroAndTheGlobalLocale) {
+    const locale_t c_locale = newlocale(LC_ALL_MASK, "C", nullptr);
+    ASSERT_NE(c_locale, nullptr);
+    fib::FiberManager manager;
+    fib::FiberTls tls(manager);
+    int errno_seen = -1;
+    locale_t locale_seen = nullptr;
+    fib::Fiber first([&] {
+        errno = EIO;
+        uselocale(c_locale);
+    });
+    first.join();
+    fib::Fiber second([&] {
+        errno_seen = errno;
+        locale_seen = uselocale(nullptr);
+    });
+    second.join();
+    freelocale(c_locale);
+    EXPECT_EQ(tls.stats().tls_blocks_created, 1u) << "the second fiber ran on the first's block";
+    EXPECT_EQ(errno_seen, 0);
+    EXPECT_EQ(locale_seen, LC_GLOBAL_LOCALE);
+    EXPECT_EQ(uselocale(nullptr), LC_GLOBAL_LOCALE) << "main's locale";
+}
+
 // Returns the results of each step; pthread_mutex_* return error numbers.
 std::vector<int> exercise_mutex(int type) {
     pthread_mutexattr_t attributes;
@@ -194,12 +224,15 @@ bool asan_thinks_main_runs_on_its_own_stack() {
 }
 #endif
 
-// ASan keeps each thread's stack bounds in its own per-thread state, and the
-// manager's annotated switches (fib/sanitizer.hpp) move them from stack to
-// stack. On a fiber with a TLS block of its own ASan does not know the thread
-// and the fiber's half of each annotation does nothing; main must still come
-// back with its own stack, as it does after plain fibers, or every later throw
-// on main warns "ASan is ignoring requested __asan_handle_no_return".
+// ASan keeps each thread's stack bounds in its own per-thread state, found
+// through a pthread key, and the manager's annotated switches
+// (fib/sanitizer.hpp) move them from stack to stack. A fiber's fresh block has
+// no key values: ASan would not know the thread there, skip the fiber's half
+// of each annotation, and leave main believing it runs on the last fiber's
+// stack, so that every later throw on main warns "ASan is ignoring requested
+// __asan_handle_no_return". make_block copies the thread's key values into
+// each block (share_sanitizer_thread); main must come back with its own stack,
+// as it does after plain fibers.
 TEST(L06_Libc, AsanStillKnowsMainsStackAfterFibersWithTheirOwnTls) {
 #if !defined(__SANITIZE_ADDRESS__)
     GTEST_SKIP() << "runs under AddressSanitizer: make SAN=1 test";

@@ -1,4 +1,4 @@
-// glibc_tls.hpp — lesson 6: what a TLS block needs from glibc: the TCB's layout and five private calls.
+// glibc_tls.hpp — lesson 6: what a TLS block needs from glibc: the TCB's layout and four private calls.
 //
 // On x86-64 the %fs base (the "thread pointer", tp) points at the thread's
 // control block, glibc's struct pthread (~2.3 KiB); every module's TLS lies
@@ -59,8 +59,6 @@ void* _dl_allocate_tls(void* mem);
 void _dl_deallocate_tls(void* tcb, bool dealloc_tcb);
 // ld.so: how large the static TLS area is (all modules, the TCB, spare room).
 void _dl_get_tls_static_info(std::size_t* size, std::size_t* align);
-// libc: set this block's pointers to the ctype tables (isalpha's).
-void __ctype_init();
 // libc: run and forget the destructors of this block's thread_local objects.
 void __call_tls_dtors();
 // libc: glibc's debugger tables; [2] is the offset of struct pthread's field:
