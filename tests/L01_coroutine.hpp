@@ -2,7 +2,7 @@
 //
 // The lesson-1 tests need to switch into a context and back many times, with
 // every switch bracketed for AddressSanitizer as the lesson's demo does. This
-// helper does exactly that and nothing more; lesson 2's FiberManager is not used.
+// helper does exactly that and nothing more.
 #pragma once
 
 #include <sanitizer/asan_interface.h>

@@ -1,7 +1,7 @@
 // L01_stack_test.cpp — lesson 1: a Stack is whole pages, guarded below, owned once, usable.
 //
-// Lesson 1 has no stack-overflow handler (lesson 2 adds one), so touching the
-// guard page here must end the process with a plain SIGSEGV.
+// Stage 1 has no stack-overflow handler of its own, so touching the guard page
+// here must end the process with a plain SIGSEGV.
 #include <gtest/gtest.h>
 #include <sanitizer/asan_interface.h>
 #include <sys/mman.h>

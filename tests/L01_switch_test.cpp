@@ -159,8 +159,8 @@ TEST(L01_Switch, UnwindingAFreshContextEndsCleanlyAtTheTrampoline) {
     Walk walk;
     _Unwind_Reason_Code result = _URC_NO_REASON;
     Coroutine fresh([&](Coroutine&) { result = _Unwind_Backtrace(count_frame, &walk); }, kAboveTop);
-    // Above the context's top, where lesson 2 keeps a record, lie plausible return
-    // addresses (readable, but no code): only .cfi_undefined rip stops the walk there.
+    // Above the context's top, where a caller may keep data of its own, lie plausible
+    // return addresses (readable, but no code): only .cfi_undefined rip stops the walk there.
     auto* const above =
         reinterpret_cast<std::uintptr_t*>(static_cast<char*>(fresh.stack.top()) - kAboveTop);
     for (std::size_t word = 0; word < kAboveTop / sizeof *above; ++word)

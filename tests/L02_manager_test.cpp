@@ -77,6 +77,28 @@ TEST(L02_Manager, JoinReturnsAfterTheFiberFinishedWithItsWritesVisible) {
     EXPECT_EQ(manager.stats().records, 0u);
 }
 
+// While main is in join(), the worker finds main parked "in join, waiting for" it.
+TEST(L02_Manager, JoinOfARunningFiberParksTheJoinerWaitingForThatFiber) {
+    fib::FiberManager manager;
+    const fib::FiberRecord* main_record = manager.running();
+    const fib::FiberRecord *main_waits_for = nullptr, *worker_record = nullptr;
+    bool main_blocked = false;
+    std::string main_waits_in;
+    fib::Fiber worker([&] {
+        fib::this_fiber::yield();
+        worker_record = manager.running();
+        main_blocked = main_record->state == fib::FiberState::Blocked;
+        main_waits_in = main_record->waiting_for.what;
+        main_waits_for = main_record->waiting_for.fiber;
+    });
+    worker.join();
+    EXPECT_TRUE(main_blocked);
+    EXPECT_EQ(main_waits_in, "join");
+    EXPECT_EQ(main_waits_for, worker_record);
+    EXPECT_EQ(manager.running()->waiting_for.what, nullptr);  // cleared by wake()
+    EXPECT_EQ(manager.stats().records, 0u);
+}
+
 TEST(L02_Manager, JoinOfAnAlreadyFinishedFiberReturnsWithoutSwitching) {
     fib::FiberManager manager;
     fib::Fiber worker([] {});

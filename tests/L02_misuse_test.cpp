@@ -164,6 +164,23 @@ TEST(L02_MisuseDeathTest, DeadlockReportsEveryBlockedFiber) {
                  "fib: fatal: deadlock: every fiber is blocked");
 }
 
+// A fiber parked by code of its own, naming what it waits on: the report shows the
+// site's text and the object's address.
+void park_on_a_mailbox() {
+    fib::FiberManager manager;
+    static int mailbox = 0;
+    fib::Fiber reader({.name = "reader"}, [&manager] {
+        manager.park(fib::WaitSite{"the mailbox", nullptr, &mailbox});
+    });
+    reader.join();
+}
+
+TEST(L02_MisuseDeathTest, DeadlockReportNamesTheObjectAParkedFiberWaitsOn) {
+    EXPECT_DEATH(park_on_a_mailbox(),
+                 "  fiber 0 \\(main\\): in join, waiting for fiber 1 \\(reader\\)\n"
+                 "  fiber 1 \\(reader\\): in the mailbox, on 0x[0-9a-f]+\n");
+}
+
 TEST(L02_MisuseDeathTest, UnboundedRecursionReportsStackOverflowWithTheStackSize) {
     EXPECT_DEATH(overflow_a_fiber_stack(),
                  "fib: fatal: stack overflow in fiber 1 \\(deep\\): its stack is 65536 bytes; "

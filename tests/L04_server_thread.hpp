@@ -1,5 +1,5 @@
-// L04_server_thread.hpp — lesson 4: a server under test on a thread of its own, for every server
-// the tests run (EchoServer here; lesson 5's IdleEchoServer, UdpEchoServer and ChatServer).
+// L04_server_thread.hpp — lesson 4: a server under test on a thread of its own: any class with
+// a constructor, port() and serve(stop_fd), as EchoServer has.
 //
 //   ServerThread<EchoServer> server(EchoOptions{.port = 0, .quiet = true});
 //   ... clients talk to server.port; server.live->open_connections() while it runs ...
@@ -22,7 +22,7 @@
 // S is built on the server's thread, with its FiberManager and Waiter, and serve() runs on
 // that thread's main until a byte arrives on the stop pipe. S itself outlives the thread, so
 // that its counters can be read after stop(); `after` holds what the manager and the Waiter
-// said once serve() had returned.
+// said once serve() had returned and every fiber (the Waiter's too) had ended.
 template <class S>
 struct ServerThread {
     static void set_flag(std::atomic<bool>& flag) {
@@ -48,6 +48,7 @@ struct ServerThread {
             server->serve(stop_pipe[0]);
             set_flag(returned);
             released.wait(false);
+            manager.wait_for_all();
             after = {manager.stats(), waiter.stats(), true};
         });
         started.wait(false);

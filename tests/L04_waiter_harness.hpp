@@ -1,6 +1,5 @@
 // L04_waiter_harness.hpp — lesson 4: what the Waiter's tests share: a pair of non-blocking fds,
-// a pipe or a socketpair, closed by RAII; and a look at whether a thread sleeps in the Poller's
-// system call. Included by the L04 Waiter and close tests and the L05 tests.
+// a pipe or a socketpair, closed by RAII; and a look at whether a thread sleeps in a system call.
 #pragma once
 
 #include <fcntl.h>
@@ -29,16 +28,13 @@ inline Pair make_fds(bool socket = false) {
     return {fib::UniqueFd(fds[0]), fib::UniqueFd(fds[1])};
 }
 
-// Whether thread `tid` sits in the Poller's system call: poll (7), or from lesson 5 on
-// epoll_wait (232) or epoll_pwait (281), x86-64 numbers, as /proc/<pid>/task/<tid>/syscall
-// shows it.
-inline bool in_poll(pid_t tid) {
+// Whether thread `tid` sleeps inside a system call (the Waiter's: poll on lesson 4's backend),
+// as /proc/self/task/<tid>/syscall shows it: the call's number first, or "running" when the
+// thread runs, or -1 when it is off the CPU outside any system call.
+inline bool in_system_call(pid_t tid) {
     std::ifstream file("/proc/self/task/" + std::to_string(tid) + "/syscall");
-    std::string line;
-    std::getline(file, line);
-    for (const char* call : {"7 ", "232 ", "281 "})
-        if (line.rfind(call, 0) == 0) return true;
-    return false;
+    long number = -1;
+    return (file >> number) && number >= 0;
 }
 
 }  // namespace l04_waiter

@@ -12,8 +12,10 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "L04_waiter_harness.hpp"
+#include "fib/epoll_poller.hpp"
 #include "fib/io.hpp"
 #include "fib/waiter.hpp"
 
@@ -27,7 +29,7 @@ TEST(L05_Epoll, EpollIsTheDefaultBackendAndPollIsStillThere) {
     EXPECT_STREQ(fib::poller_names()[0], "epoll");
     EXPECT_STREQ(fib::poller_names()[1], "poll");
     fib::Waiter waiter("poll");
-    EXPECT_STREQ(waiter.backend(), "poll");
+    EXPECT_STREQ(waiter.poller().name(), "poll");
 }
 
 // A fiber echoes 1,000 messages on a socketpair, waiting for each: the first wait adds the fd
@@ -57,14 +59,40 @@ TEST(L05_Epoll, AnEchoLoopChangesTheInterestSetOnceNotPerMessage) {
     client.join();
     server.join();
     EXPECT_EQ(echoed, kMessages);
-    EXPECT_EQ(waiter.stats().interest_changes, 2u);  // one ADD per socket end
+    EXPECT_EQ(fib::epoll_ctl_calls(waiter.poller()), 2u);  // one ADD per socket end
     EXPECT_GE(waiter.stats().wakeups, static_cast<std::uint64_t>(kMessages));
+}
+
+// Fiber i waits on pipe kPipeOf[i]: registration order is neither fd order nor write order.
+// Main writes every pipe before the Waiter's first epoll_wait; that one call wakes all four, in
+// the order the fds became ready (the kernel's ready list), where poll follows its array.
+TEST(L05_Epoll, FibersReadyInOneCallWakeInTheOrderTheirFdsBecameReady) {
+    fib::FiberManager manager;
+    fib::Waiter waiter("epoll");
+    constexpr int kPipeOf[4] = {2, 0, 3, 1};
+    std::vector<Pair> pipes;
+    for (int i = 0; i < 4; ++i) pipes.push_back(make_fds());
+    std::vector<int> order;
+    std::vector<fib::Fiber> fibers;
+    for (int i = 0; i < 4; ++i)
+        fibers.emplace_back([&, i] {
+            waiter.wait(pipes[kPipeOf[i]].first.get(), POLLIN);
+            order.push_back(i);
+        });
+    fib::this_fiber::yield();
+    ASSERT_EQ(waiter.stats().waiting, 4u);
+    ASSERT_EQ(waiter.stats().polls, 0u);
+    for (int p = 3; p >= 0; --p) ASSERT_EQ(::write(pipes[p].second.get(), "o", 1), 1);
+    for (fib::Fiber& fiber : fibers) fiber.join();
+    EXPECT_EQ(order, (std::vector<int>{2, 0, 3, 1}));  // pipes 3, 2, 1, 0 were written in turn
+    EXPECT_EQ(waiter.stats().polls, 1u);
+    EXPECT_EQ(waiter.stats().wakeups, 4u);
 }
 
 // Pipe A turns readable and its reader wakes but never reads, nor waits again: A stays
 // readable, and level-triggered epoll would report it at every call. The Waiter narrows
 // the interest set instead, so while a fiber waits on pipe B the thread sleeps in
-// epoll_wait (in_poll, through /proc, as in lesson 4's idle test) until B gets data.
+// epoll_wait (in_system_call, through /proc, as in lesson 4's idle test) until B gets data.
 TEST(L05_Epoll, ReadinessNobodyWaitsForIsDroppedNotSpunOn) {
     fib::FiberManager manager;
     fib::Waiter waiter("epoll");
@@ -75,10 +103,10 @@ TEST(L05_Epoll, ReadinessNobodyWaitsForIsDroppedNotSpunOn) {
     const pid_t main_tid = ::gettid();
     std::atomic<bool> slept{false};
     std::thread watcher([&] {
-        for (int i = 0; i < 5000 && !in_poll(main_tid); ++i)
+        for (int i = 0; i < 5000 && !in_system_call(main_tid); ++i)
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        slept = in_poll(main_tid);
+        slept = in_system_call(main_tid);
         if (::write(b.second.get(), "b", 1) != 1) ADD_FAILURE() << "write failed";
     });
     const fib::WaiterStats before = waiter.stats();

@@ -26,8 +26,8 @@ constexpr const char* kUsage =
     "                   'listening on' line says which)\n"
     "  --bind ADDR      numeric IPv4/IPv6 address to listen on (default 127.0.0.1, this machine\n"
     "                   only; 0.0.0.0 opens it to the network)\n"
-    "  --backend NAME   how the Waiter asks the kernel which fds are ready: poll (lesson 4)\n"
-    "                   or epoll (lesson 5); the list below says what this build has\n"
+    "  --backend NAME   how the Waiter asks the kernel which fds are ready; the list below\n"
+    "                   says what this build has\n"
     "  --quiet          do not log each client's connect and disconnect on stderr\n"
     "  --help           print this and exit\n"
     "\n"
@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     std::printf("echo_server: listening on %s:%u (backend %s); Ctrl-C stops it\n", flags.bind,
-                server->port(), flags.backend);
+                server->port(), waiter.poller().name());
     std::fflush(stdout);
 
     server->serve(stop_fd);

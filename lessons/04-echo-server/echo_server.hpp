@@ -46,9 +46,9 @@ public:
 
 protected:
     // How a client's fiber reads: io::read, after waiting for the socket to
-    // be readable when the last read `drained` it. The extension point of
-    // lesson 5's IdleEchoServer, whose reads give up on a client silent for too
-    // long. <= 0 ends the client: 0 at its end of file, -1 with errno on an error.
+    // be readable when the last read `drained` it. Virtual, so that a server
+    // built on this one may read another way. <= 0 ends the client: 0 at its
+    // end of file, -1 with errno on an error.
     virtual ssize_t receive(int socket, void* buffer, std::size_t size, bool drained);
 
 private:

@@ -18,9 +18,9 @@ struct ServerFlags {
     const char* backend = nullptr;   // --backend NAME, for programs that have backends
 };
 
-// A program's own flags (lesson 5's echo_server adds --udp and --idle-timeout):
-// called with each flag the common parser does not know, and a function that
-// returns the flag's value (or stops with a usage error if it has none).
+// A program's own flags: called with each flag the common parser does not
+// know, and a function that returns the flag's value (or stops with a usage
+// error if it has none).
 // Returns false for a flag it does not know either; returns an error message
 // for a bad value.
 struct FlagResult {
@@ -34,7 +34,7 @@ struct ServerProgram {
     const char* usage;                          // printed by --help and after an error
     std::vector<const char*> backends;  // what --backend accepts, default first; empty: no flag
     ExtraFlags extra_flags = nullptr;   // the program's own flags, if it has any
-    std::uint16_t default_port = 8001;  // --port when not given (lesson 5's chat_server: 8002)
+    std::uint16_t default_port = 8001;  // --port when not given
 };
 
 // Parses the flags above, the first backend being the default. --help prints

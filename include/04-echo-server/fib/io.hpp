@@ -1,0 +1,50 @@
+// io.hpp — lesson 4: read, write, accept and connect that block only the calling fiber.
+//
+// Each works on a non-blocking fd (O_NONBLOCK, SOCK_NONBLOCK) and behaves like
+// the system call it is named after, except where that call would fail with
+// EAGAIN: then it waits in the thread's Waiter until the fd is ready and tries
+// again, so other fibers run meanwhile. Errors are reported as the system call
+// reports them: -1 with errno set (ECONNRESET, EPIPE, EMFILE, ...).
+//
+// A blocking fd works too, but a call on it that must wait blocks the whole
+// thread, every fiber with it.
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <cstddef>
+
+namespace fib::io {
+
+// Blocks the running fiber until `fd` is ready for `events` (see Waiter::wait);
+// returns the revents. Stops the program with a clear message if this thread
+// has no Waiter.
+short wait(int fd, short events);
+
+// Up to `size` bytes into `buffer`; 0 at end of file.
+ssize_t read(int fd, void* buffer, std::size_t size);
+
+// All `size` bytes, however many write() calls that takes: returns `size`, or
+// -1 on an error (some bytes may have been written before it).
+ssize_t write_all(int fd, const void* data, std::size_t size);
+
+// write_all() for a socket, with MSG_NOSIGNAL: a peer that has gone away gives
+// EPIPE here instead of a SIGPIPE that would kill the process.
+ssize_t send_all(int socket, const void* data, std::size_t size);
+
+// Closes `fd`, first telling this thread's Waiter (if any) to forget it: a
+// fiber still waiting on it wakes with POLLNVAL, and a Poller that remembers
+// fds cannot mistake a new fd that reuses the number for the old one.
+// UniqueFd closes through here.
+int close(int fd);
+
+// accept4() with SOCK_NONBLOCK | SOCK_CLOEXEC: the new socket is ready for
+// these helpers. Retries a connection aborted before it was accepted.
+int accept(int listener, sockaddr* address, socklen_t* length);
+
+// connect() on a non-blocking socket: waits for the handshake to end and
+// returns 0, or -1 with the connection's error (ECONNREFUSED, ...) in errno.
+int connect(int socket, const sockaddr* address, socklen_t length);
+
+}  // namespace fib::io

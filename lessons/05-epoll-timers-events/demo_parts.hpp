@@ -1,8 +1,0 @@
-// demo_parts.hpp — lesson 5 demo: its parts, each on a FiberManager and Waiter of its own.
-// Each prints what it saw and returns whether that was what it should be.
-#pragma once
-
-bool backends_demo();  // main.cpp: the same echo traffic on poll and on epoll
-bool event_demo();     // main.cpp: an Event set by a worker thread wakes a fiber
-bool timers_demo();    // demo_timers.cpp: sleeps, wait_for, wait_any
-bool chat_demo();      // demo_chat.cpp: three clients in the chat room

@@ -1,0 +1,141 @@
+// echo_main.cpp — lesson 6: the echo_server program, grown: signalfd, --idle-timeout, --udp.
+//
+//   build/lesson6/echo_server [--port N] [--bind ADDR] [--backend NAME] [--idle-timeout S]
+//                             [--udp] [--quiet]
+//
+// Lesson 4's program (lessons/04-echo-server/echo_main.cpp) with what lesson
+// 6 adds: SIGINT and SIGTERM arrive through a signalfd the Waiter watches
+// (stop_signals.hpp); --idle-timeout closes silent clients (IdleEchoServer);
+// --udp echoes datagrams instead (UdpEchoServer). At the stop it also prints
+// the Waiter's counters, which make bench-echo's epoll_ctl-per-message figure.
+// From stage 6 on, the echo_server program is built from this file.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <string_view>
+
+#include "idle_echo_server.hpp"
+#include "../04-echo-server/server_program.hpp"
+#include "stop_signals.hpp"
+#include "udp_echo.hpp"
+#include "fib/epoll_poller.hpp"
+#include "fib/fiber_manager.hpp"
+#include "fib/poller.hpp"
+#include "fib/waiter.hpp"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: echo_server [--port N] [--bind ADDR] [--backend NAME] [--idle-timeout S] [--udp]\n"
+    "                   [--quiet] [--help]\n"
+    "\n"
+    "An echo server: one thread, one fiber per TCP client; it sends back every byte it reads.\n"
+    "\n"
+    "  --port N           port to listen on (default 8001; 0 lets the kernel pick one, and the\n"
+    "                     'listening on' line says which)\n"
+    "  --bind ADDR        numeric IPv4/IPv6 address to listen on (default 127.0.0.1, this\n"
+    "                     machine only; 0.0.0.0 opens it to the network)\n"
+    "  --backend NAME     how the Waiter asks the kernel which fds are ready; the list below\n"
+    "                     says what this build has\n"
+    "  --idle-timeout S   close a TCP client that sends nothing for S seconds (1 to 86400;\n"
+    "                     default: never)\n"
+    "  --udp              echo UDP datagrams on the port instead, each back to its sender\n"
+    "  --quiet            do not log each client's connect and disconnect on stderr\n"
+    "  --help             print this and exit\n"
+    "\n"
+    "Ctrl-C (SIGINT) or SIGTERM: stop accepting, close every client, print a summary, exit 0.\n";
+
+struct Lesson6Flags {
+    bool udp = false;
+    int idle_timeout_seconds = 0;  // 0: never
+};
+
+ExtraFlags lesson6_flags(Lesson6Flags& flags) {
+    return [&flags](const char* flag, const std::function<const char*()>& value) -> FlagResult {
+        if (std::string_view(flag) == "--udp") {
+            flags.udp = true;
+            return {};
+        }
+        if (std::string_view(flag) != "--idle-timeout") return {false};
+        const char* text = value();
+        char* end = nullptr;
+        const long seconds = std::strtol(text, &end, 10);
+        if (*text == '\0' || *end != '\0' || seconds < 1 || seconds > 86400)
+            return {true, "--idle-timeout wants a number of seconds from 1 to 86400"};
+        flags.idle_timeout_seconds = static_cast<int>(seconds);
+        return {};
+    };
+}
+
+void print_waiter_stats(const fib::Waiter& waiter) {
+    const fib::WaiterStats stats = waiter.stats();
+    std::printf("echo_server: waiter: %llu polls (%llu blocking), %llu wakeups, %llu interest changes\n",
+                static_cast<unsigned long long>(stats.polls),
+                static_cast<unsigned long long>(stats.blocking_polls),
+                static_cast<unsigned long long>(stats.wakeups),
+                static_cast<unsigned long long>(fib::epoll_ctl_calls(waiter.poller())));
+}
+
+int serve_udp(const ServerFlags& flags, int stop_fd) {
+    std::unique_ptr<UdpEchoServer> server;
+    try {
+        server = std::make_unique<UdpEchoServer>(EchoOptions{.bind = flags.bind, .port = flags.port});
+    } catch (const std::exception& error) {
+        std::fprintf(stderr, "echo_server: %s\n", error.what());
+        return 1;
+    }
+    std::printf("echo_server: listening on %s:%u (udp, backend %s); Ctrl-C stops it\n", flags.bind,
+                server->port(), flags.backend);
+    std::fflush(stdout);
+    server->serve(stop_fd);
+    std::printf("echo_server: %s: echoed %llu datagrams, %llu bytes\n", stop_signal_fd_name(stop_fd),
+                static_cast<unsigned long long>(server->datagrams_echoed()),
+                static_cast<unsigned long long>(server->bytes_echoed()));
+    return 0;
+}
+
+int serve_tcp(const ServerFlags& flags, const Lesson6Flags& more, int stop_fd) {
+    const EchoOptions options{.bind = flags.bind, .port = flags.port, .quiet = flags.quiet};
+    std::unique_ptr<EchoServer> server;
+    IdleEchoServer* idle = nullptr;
+    try {
+        if (more.idle_timeout_seconds > 0) {
+            auto timed = std::make_unique<IdleEchoServer>(options, std::chrono::seconds(more.idle_timeout_seconds));
+            idle = timed.get();
+            server = std::move(timed);
+        } else {
+            server = std::make_unique<EchoServer>(options);
+        }
+    } catch (const std::exception& error) {
+        std::fprintf(stderr, "echo_server: %s\n", error.what());
+        return 1;
+    }
+    std::printf("echo_server: listening on %s:%u (backend %s); Ctrl-C stops it\n", flags.bind,
+                server->port(), flags.backend);
+    std::fflush(stdout);
+    server->serve(stop_fd);
+    std::printf("echo_server: %s: served %llu connections, echoed %llu bytes", stop_signal_fd_name(stop_fd),
+                static_cast<unsigned long long>(server->connections_served()),
+                static_cast<unsigned long long>(server->bytes_echoed()));
+    if (idle) std::printf(", closed %llu idle", static_cast<unsigned long long>(idle->idle_closed()));
+    std::printf("\n");
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const int stop_fd = stop_signal_fd();  // before any thread could start
+    Lesson6Flags more;
+    const ServerFlags flags = parse_server_flags(
+        argc, argv, {"echo_server", kUsage, fib::poller_names(), lesson6_flags(more)});
+    raise_fd_limit();
+
+    fib::FiberManager manager;
+    fib::Waiter waiter(flags.backend);
+    const int status = more.udp ? serve_udp(flags, stop_fd) : serve_tcp(flags, more, stop_fd);
+    if (status == 0) print_waiter_stats(waiter);
+    return status;
+}

@@ -1,0 +1,97 @@
+// fiber_manager.cpp — lesson 2: the manager's scheduling: yield, park, wake, waiting for all, deadlocks.
+#include "fib/fiber_manager.hpp"
+
+#include <cstdio>
+
+#include "fib/fatal.hpp"
+
+namespace fib {
+
+thread_local FiberManager* FiberManager::current_ = nullptr;
+
+FiberManager* FiberManager::current() noexcept { return current_; }
+
+FiberManager::FiberManager() : thread_exceptions_(thread_exception_state()) {
+    if (current_) fatal("a second FiberManager was created on a thread that already has one");
+    main_.manager = this;
+    main_.id = 0;
+    main_.state = FiberState::Running;
+    std::snprintf(main_.name, sizeof main_.name, "main");
+    all_.push_back(&main_);
+    current_ = this;
+}
+
+FiberManager::~FiberManager() {
+    if (running_ != &main_)
+        fatal("the FiberManager was destroyed from %s; destroy it from main", label(*running_).text);
+    wait_for_all();
+    if (all_.size() > 1)
+        fatal("the FiberManager was destroyed while %s still has a joinable Fiber handle; join or "
+              "detach it first",
+              label(*all_.next(&main_)).text);
+    all_.remove(&main_);
+    current_ = nullptr;
+}
+
+void FiberManager::yield() {
+    FiberRecord* next = ready_.pop_front();
+    if (!next) return;  // nobody else is ready: carry on
+    running_->state = FiberState::Ready;
+    ready_.push_back(running_);
+    switch_to(next);
+}
+
+void FiberManager::park(WaitSite site) {
+    running_->state = FiberState::Blocked;
+    running_->waiting_for = site;
+    switch_to(next_or_deadlock());
+}
+
+void FiberManager::wake(FiberRecord* fiber) {
+    if (fiber->state != FiberState::Blocked)
+        fatal("wake() on %s, which is not blocked", label(*fiber).text);
+    fiber->state = FiberState::Ready;
+    fiber->waiting_for = WaitSite{};
+    ready_.push_back(fiber);
+}
+
+FiberRecord* FiberManager::next_or_deadlock() {
+    FiberRecord* next = ready_.pop_front();
+    if (!next) report_deadlock();
+    return next;
+}
+
+void FiberManager::wait_for_all() {
+    if (running_ != &main_)
+        fatal("wait_for_all() was called from %s; only main may wait for all fibers",
+              label(*running_).text);
+    if (finished_ == spawned_) return;
+    main_waits_for_all_ = true;
+    park(WaitSite{"wait_for_all", nullptr, nullptr});
+}
+
+void FiberManager::report_deadlock() {
+    std::fprintf(stderr, "fib: deadlock: no fiber is ready to run, and these are blocked:\n");
+    for (FiberRecord* fiber = all_.front(); fiber; fiber = all_.next(fiber)) {
+        if (fiber->state != FiberState::Blocked) continue;
+        const WaitSite& site = fiber->waiting_for;
+        std::fprintf(stderr, "  %s: in %s", label(*fiber).text, site.what);
+        if (site.fiber) std::fprintf(stderr, ", waiting for %s", label(*site.fiber).text);
+        if (site.object) std::fprintf(stderr, ", on %p", site.object);
+        std::fprintf(stderr, "\n");
+    }
+    fatal("deadlock: every fiber is blocked and none can wake the others");
+}
+
+ManagerStats FiberManager::stats() const {
+    ManagerStats stats;
+    stats.spawned = spawned_;
+    stats.finished = finished_;
+    stats.switches = switches_;
+    stats.records = all_.size() - 1;
+    stats.stacks_created = stacks_.created();
+    stats.stacks_pooled = stacks_.pooled();
+    return stats;
+}
+
+}  // namespace fib

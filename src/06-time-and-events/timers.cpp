@@ -1,0 +1,144 @@
+// timers.cpp — lesson 6: the timer heap the Waiter blocks on, sleep_for and wait_for.
+#include "fib/timer.hpp"
+
+#include <climits>
+
+#include "fib/fatal.hpp"
+
+namespace fib {
+namespace {
+
+FiberManager& manager_for(const char* operation) {
+    FiberManager* manager = FiberManager::current();
+    if (!manager) fatal("%s was called on a thread with no FiberManager; only a fiber can wait", operation);
+    return *manager;
+}
+
+}  // namespace
+
+TimerHeap& TimerHeap::of_this_thread() {
+    Waiter* waiter = Waiter::current();
+    if (!waiter) fatal("a timer was set on a thread with no Waiter; create a fib::Waiter first");
+    return waiter->timers();
+}
+
+// ---- The heap: heap_[i]'s children are heap_[2i+1] and heap_[2i+2], both later.
+bool TimerHeap::earlier(const Timer* a, const Timer* b) {
+    return a->deadline < b->deadline || (a->deadline == b->deadline && a->order < b->order);
+}
+
+void TimerHeap::place(Timer* timer, std::size_t index) {
+    heap_[index] = timer;
+    timer->index = index;
+}
+
+void TimerHeap::sift_up(std::size_t index) {
+    Timer* timer = heap_[index];
+    while (index > 0 && earlier(timer, heap_[(index - 1) / 2])) {
+        place(heap_[(index - 1) / 2], index);
+        index = (index - 1) / 2;
+    }
+    place(timer, index);
+}
+
+void TimerHeap::sift_down(std::size_t index) {
+    Timer* timer = heap_[index];
+    for (;;) {
+        std::size_t child = 2 * index + 1;
+        if (child >= heap_.size()) break;
+        if (child + 1 < heap_.size() && earlier(heap_[child + 1], heap_[child])) ++child;
+        if (!earlier(heap_[child], timer)) break;
+        place(heap_[child], index);
+        index = child;
+    }
+    place(timer, index);
+}
+
+void TimerHeap::add(Timer& timer) {
+    if (timer.index != Timer::kNotSet) fatal("a Timer was added to the heap twice");
+    timer.expired = false;
+    timer.order = next_order_++;
+    heap_.push_back(&timer);
+    sift_up(heap_.size() - 1);
+    waiter_.start_if_stopped();  // its loop must now block no longer than this deadline
+}
+
+// The last timer fills the hole, then moves up or down to where it belongs.
+void TimerHeap::cancel(Timer& timer) {
+    const std::size_t index = timer.index;
+    if (index == Timer::kNotSet) return;
+    timer.index = Timer::kNotSet;
+    Timer* last = heap_.back();
+    heap_.pop_back();
+    if (last == &timer) return;
+    place(last, index);
+    sift_up(index);
+    sift_down(last->index);
+}
+
+Timer* TimerHeap::pop_front() {
+    Timer* front = heap_.front();
+    cancel(*front);
+    return front;
+}
+
+// ---- What the Waiter's loop asks.
+// Rounded up: a wait that ends before the deadline would find nothing due and
+// come straight back with a timeout of 0, spinning until it is.
+int TimerHeap::timeout_ms() const {
+    if (heap_.empty()) return -1;
+    const Clock::duration left = heap_.front()->deadline - Clock::now();
+    if (left <= Clock::duration::zero()) return 0;
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
+    return ms > INT_MAX ? INT_MAX : static_cast<int>(ms);
+}
+
+// A fiber that something else woke first (its fd, a notify) is not blocked any
+// more; its timer only leaves the heap, and the fiber cancels nothing.
+void TimerHeap::expire() {
+    const Clock::time_point now = Clock::now();
+    while (!heap_.empty() && heap_.front()->deadline <= now) {
+        Timer* timer = pop_front();
+        if (timer->fiber->state != FiberState::Blocked) continue;
+        timer->expired = true;
+        if (timer->on_expire) timer->on_expire(*timer);
+        timer->fiber->manager->wake(timer->fiber);
+    }
+}
+
+// ---- What fibers call.
+Clock::time_point deadline_after(Clock::duration timeout) {
+    const Clock::time_point now = Clock::now();
+    if (timeout > Clock::time_point::max() - now) return Clock::time_point::max();
+    return now + timeout;
+}
+
+void sleep_for(Clock::duration timeout) {
+    manager_for("sleep_for()");
+    sleep_until(deadline_after(timeout));
+}
+
+void sleep_until(Clock::time_point deadline) {
+    FiberManager& manager = manager_for("sleep_until()");
+    TimerHeap& timers = TimerHeap::of_this_thread();
+    if (deadline <= Clock::now()) return;
+    Timer timer{deadline, manager.running()};
+    timers.add(timer);
+    manager.park(WaitSite{"sleep_for", nullptr, nullptr});
+}
+
+bool wait_for(CondVar& condvar, Clock::duration timeout) {
+    FiberManager& manager = manager_for("wait_for()");
+    TimerHeap& timers = TimerHeap::of_this_thread();
+    Timer timer{deadline_after(timeout), manager.running()};
+    timer.context = &condvar;
+    timer.on_expire = [](Timer& expired) {
+        static_cast<CondVar*>(expired.context)->remove(expired.fiber);
+    };
+    timers.add(timer);
+    condvar.wait(WaitSite{"wait_for (CondVar)", nullptr, &condvar});
+    timers.cancel(timer);  // a notify came first: the deadline is moot
+    return !timer.expired;
+}
+
+}  // namespace fib

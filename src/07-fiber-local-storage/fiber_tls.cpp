@@ -1,0 +1,87 @@
+// fiber_tls.cpp — lesson 7: handing each fiber its blocks, and running their set-up and clean-up on it.
+#include "fib/fiber_tls.hpp"
+
+#include <cstdint>
+
+#include "fib/fatal.hpp"
+#include "fib/tls_switch.hpp"
+
+namespace fib {
+namespace {
+
+std::uint64_t base_of(const void* block) { return reinterpret_cast<std::uint64_t>(block); }
+void* block_at(std::uint64_t base) { return reinterpret_cast<void*>(base); }
+
+}  // namespace
+
+// main keeps the thread's own TLS; with fiber_locals it gets a block at once,
+// and %gs points at it from here on.
+FiberTls::FiberTls(FiberManager& manager, FiberTlsOptions options)
+    : manager_(manager), options_(options), main_(manager.running()) {
+    manager_.set_environment(this, tls_switch_routine(options_.thread_locals, options_.fiber_locals));
+    main_->context.fs_base = base_of(tls_blocks_.thread());
+    if (options_.fiber_locals) {
+        void* block = local_blocks_.take();
+        main_->context.gs_base = base_of(block);
+        FiberLocalPool::construct_values(block);
+        set_gs_base(block);
+        detail::gs_block_ready = true;
+    }
+}
+
+FiberTls::~FiberTls() {
+    if (manager_.running() != main_ || manager_.stats().records > 0)
+        fatal("the FiberTls was destroyed while fibers still exist; destroy it after they end");
+    manager_.set_environment(nullptr, &switch_context);
+    if (options_.fiber_locals) {
+        void* block = block_at(main_->context.gs_base);
+        FiberLocalPool::destroy_values(block);
+        detail::gs_block_ready = false;
+        set_gs_base(nullptr);
+        local_blocks_.give_back(block);
+    }
+    main_->context.fs_base = main_->context.gs_base = 0;
+}
+
+// Before its first switch: the bases that switch will load.
+void FiberTls::fiber_created(FiberRecord& fiber) {
+    fiber.context.fs_base =
+        base_of(options_.thread_locals ? tls_blocks_.take() : tls_blocks_.thread());
+    if (options_.fiber_locals) fiber.context.gs_base = base_of(local_blocks_.take());
+}
+
+// On the fiber, its own blocks in place: what pthread_create's new thread
+// would do first.
+void FiberTls::fiber_starting(FiberRecord& fiber) {
+    if (options_.thread_locals) {
+        TlsBlockPool::fiber_starting();
+        detail::gs_block_ready = options_.fiber_locals;  // this block's own copy
+    }
+    if (options_.fiber_locals) FiberLocalPool::construct_values(block_at(fiber.context.gs_base));
+}
+
+// On the fiber, after its function: what a thread's exit would do. In the
+// reverse order of construction: thread_locals were made as the body ran.
+void FiberTls::fiber_ending(FiberRecord& fiber) {
+    if (options_.thread_locals) TlsBlockPool::fiber_ending();
+    if (options_.fiber_locals) FiberLocalPool::destroy_values(block_at(fiber.context.gs_base));
+}
+
+// The fiber's record is going (after join, or at once for a detached fiber):
+// its blocks wait in the pools for the next fiber.
+void FiberTls::fiber_released(FiberRecord& fiber) {
+    if (options_.thread_locals) tls_blocks_.give_back(static_cast<TcbHead*>(block_at(fiber.context.fs_base)));
+    if (options_.fiber_locals) local_blocks_.give_back(block_at(fiber.context.gs_base));
+}
+
+FiberTlsStats FiberTls::stats() const {
+    return FiberTlsStats{
+        .tls_blocks_created = tls_blocks_.created(),
+        .tls_blocks_pooled = tls_blocks_.pooled(),
+        .local_blocks_created = local_blocks_.created(),
+        .local_blocks_pooled = local_blocks_.pooled(),
+        .fsgsbase = fsgsbase_usable(),
+    };
+}
+
+}  // namespace fib

@@ -1,0 +1,120 @@
+// tls_block.cpp — lesson 7: making a TLS block that libc, libstdc++ and the compiler accept as a thread's.
+#include "fib/tls_block.hpp"
+
+#include <locale.h>
+#include <sys/types.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <new>
+
+#include "fib/tls_segments.hpp"
+
+namespace fib {
+namespace {
+
+// AddressSanitizer finds its state for the running thread through a pthread
+// key, whose values live in struct pthread: on a fresh block, ASan would take
+// the fiber for a thread it does not know, skip its stack-switch bookkeeping
+// there, and afterwards believe main runs on the last fiber's stack. So in an
+// ASan build a block gets the thread's values of the first 32 keys: ASan then
+// sees what is true, one thread running on many stacks.
+void share_sanitizer_thread([[maybe_unused]] TcbHead* block, [[maybe_unused]] TcbHead* thread) {
+#if defined(__SANITIZE_ADDRESS__)
+    char* const thread_bytes = reinterpret_cast<char*>(thread);
+    char* first_keys;  // the thread's specific[0]: its block of the first 32 keys
+    std::memcpy(&first_keys, thread_bytes + _thread_db_pthread_specific[2], sizeof first_keys);
+    const std::ptrdiff_t at = first_keys - thread_bytes;
+    constexpr std::size_t kFirstKeysBytes = 32 * (sizeof(std::uintptr_t) + sizeof(void*));  // {seq, data}
+    std::memcpy(reinterpret_cast<char*>(block) + at, first_keys, kFirstKeysBytes);
+#endif
+}
+
+}  // namespace
+
+TlsBlockPool::TlsBlockPool() : thread_(thread_pointer()) {}
+
+TlsBlockPool::~TlsBlockPool() {
+    for (TcbHead* tp : free_) _dl_deallocate_tls(tp, true);
+}
+
+// A new block. _dl_allocate_tls (what pthread_create uses) gives it a DTV of
+// its own: with the thread's DTV, libstdc++'s exception state and every
+// shared library's thread_local would stay the thread's, shared by all
+// fibers. Its struct pthread comes zeroed; we fill the fields that code
+// running on it reads.
+TcbHead* TlsBlockPool::make_block() {
+    auto* block = static_cast<TcbHead*>(_dl_allocate_tls(nullptr));
+    if (!block) throw std::bad_alloc();
+    ++created_;
+    block->tcb = block;   // `mov %fs:0` must read tp, or no thread_local is found
+    block->self = block;  // pthread_self()
+    // 0 would let libc drop the lock prefix from its atomics while other
+    // threads run: claim there are many, always.
+    block->multiple_threads = 1;
+    block->sysinfo = thread_->sysinfo;
+    // The same canary and pointer guard as the thread's: a frame entered on
+    // one block and left on another, or a function pointer mangled on one
+    // (atexit, setjmp) and demangled on another, must still agree.
+    block->stack_guard = thread_->stack_guard;
+    block->pointer_guard = thread_->pointer_guard;
+    block->feature_1 = thread_->feature_1;
+    // The kernel thread id: an error-checking or recursive mutex records its
+    // owner by it, and a zero owner reads as "unlocked".
+    char* bytes = reinterpret_cast<char*>(block);
+    const std::uint32_t tid_at = _thread_db_pthread_tid[2];
+    std::memcpy(bytes + tid_at, reinterpret_cast<char*>(thread_) + tid_at, sizeof(pid_t));
+    // The kernel keeps the CPU number in the thread's registered rseq area,
+    // not in ours; -2 ("not registered") makes sched_getcpu() ask it instead
+    // of reading a silent 0.
+    if (__rseq_size > 0) {
+        int cpu_id = -2;
+        std::memcpy(bytes + __rseq_offset + sizeof(std::uint32_t), &cpu_id, sizeof cpu_id);
+    }
+    share_sanitizer_thread(block, thread_);
+    return block;
+}
+
+// Every module's TLS starts from its image, as in a new thread: thread_local
+// counters at their initial values, and the guards of dynamically initialised
+// thread_locals cleared so they are constructed again. Except the C library's
+// own block (a module of its own unless linked statically): it holds malloc's
+// per-thread cache, which a fresh block would make malloc allocate anew (about
+// 1.3 KiB, never freed: only a thread's exit frees it), so a recycled block
+// keeps its cache. Statically linked, fiber_ending() frees it instead. (In an
+// ASan build, ASan's own block is kept too: it tracks the block's dynamic TLS
+// in memory it maps once per block.)
+TcbHead* TlsBlockPool::take() {
+    TcbHead* tp;
+    if (free_.empty()) {
+        tp = make_block();
+    } else {
+        tp = free_.back();
+        free_.pop_back();
+    }
+    reset_tls_segments(tp);
+    return tp;
+}
+
+void TlsBlockPool::give_back(TcbHead* tp) { free_.push_back(tp); }
+
+// A new thread starts with errno 0 and the global locale, and pthread_create
+// sets its ctype table pointers (TLS, zero in libc's image: without them
+// isalpha() reads through a null pointer). uselocale() sets the locale and
+// those pointers at once. It matters on a recycled block too: libc's TLS is
+// not reset (take(), above), so it still holds its last fiber's errno and
+// locale.
+void TlsBlockPool::fiber_starting() {
+    errno = 0;
+    uselocale(LC_GLOBAL_LOCALE);
+}
+
+// What a thread's exit does with its TLS: destroy the thread_local objects
+// constructed on this block, and (statically linked) free malloc's cache.
+void TlsBlockPool::fiber_ending() {
+    __call_tls_dtors();
+    if (__libc_thread_freeres) __libc_thread_freeres();
+}
+
+}  // namespace fib

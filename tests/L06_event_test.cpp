@@ -1,0 +1,136 @@
+// L06_event_test.cpp — lesson 6: Event. A wait on a non-signaled Event suspends until set(); a
+// wait on a signaled one does not suspend; both leave it non-signaled; sets are not counted;
+// set() from another thread wakes the fiber through the Waiter, which sleeps meanwhile.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <type_traits>
+
+#include "L04_waiter_harness.hpp"
+#include "fib/event.hpp"
+#include "fib/waiter.hpp"
+
+namespace {
+
+using l04_waiter::in_system_call;
+
+static_assert(!std::is_copy_constructible_v<fib::Event> && !std::is_move_constructible_v<fib::Event>);
+static_assert(!std::is_copy_assignable_v<fib::Event> && !std::is_move_assignable_v<fib::Event>);
+
+TEST(L06_Event, WaitOnANonSignaledEventSuspendsUntilSetThenLeavesItNonSignaled) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    fib::Event event;
+    bool woken = false;
+    fib::Fiber sleeper([&] {
+        event.wait();
+        woken = true;
+    });
+    for (int i = 0; i < 5; ++i) fib::this_fiber::yield();
+    EXPECT_FALSE(woken);
+    EXPECT_EQ(waiter.stats().waiting, 1u);
+    event.set();
+    sleeper.join();
+    EXPECT_TRUE(woken);
+    EXPECT_FALSE(event.try_wait());  // the wait reset it
+}
+
+TEST(L06_Event, WaitOnASignaledEventDoesNotSuspendAndResetsIt) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    fib::Event event;
+    event.set();
+    const std::uint64_t switches = manager.stats().switches;
+    event.wait();  // main, a fiber too
+    EXPECT_EQ(manager.stats().switches, switches);
+    EXPECT_EQ(waiter.stats().wakeups, 0u);
+    EXPECT_FALSE(event.try_wait());
+}
+
+TEST(L06_Event, SetsAreNotCountedTwoSetsAreOneSignal) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    fib::Event event;
+    event.set();
+    event.set();
+    EXPECT_TRUE(event.try_wait());
+    EXPECT_FALSE(event.try_wait());
+}
+
+// Main joins a fiber waiting on the Event, so the thread sleeps in the Waiter's poll or
+// epoll_wait; another thread sees it sleep there, then sets the Event. One blocking call
+// covers the whole wait: the set() wakes it, nothing polled for it.
+TEST(L06_Event, SetFromAnotherThreadWakesTheFiberThroughTheSleepingWaiter) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    fib::Event event;
+    const pid_t main_tid = ::gettid();
+    std::atomic<bool> slept{false};
+    std::thread setter([&] {
+        for (int i = 0; i < 5000 && !in_system_call(main_tid); ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        slept = in_system_call(main_tid);
+        event.set();
+    });
+    fib::Fiber sleeper([&] { event.wait(); });
+    sleeper.join();
+    setter.join();
+    EXPECT_TRUE(slept);
+    EXPECT_EQ(waiter.stats().blocking_polls, 1u);
+    EXPECT_EQ(waiter.stats().wakeups, 1u);
+}
+
+// Many sets from another thread, each after the fiber is back waiting: every one wakes it.
+TEST(L06_Event, AThousandHandOffsBetweenAThreadAndAFiber) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    fib::Event to_fiber;
+    std::atomic<int> acknowledged{0};
+    constexpr int kRounds = 1000;
+    std::thread setter([&] {
+        for (int i = 0; i < kRounds; ++i) {
+            to_fiber.set();
+            // Bounded: a fiber that never wakes would otherwise hang the test run.
+            const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+            while (acknowledged.load() <= i) {
+                if (std::chrono::steady_clock::now() > give_up) {
+                    std::fprintf(stderr, "the fiber missed set() number %d\n", i + 1);
+                    std::abort();
+                }
+                std::this_thread::yield();
+            }
+        }
+    });
+    int woken = 0;
+    fib::Fiber sleeper([&] {
+        for (int i = 0; i < kRounds; ++i) {
+            to_fiber.wait();
+            ++woken;
+            acknowledged.store(i + 1);
+        }
+    });
+    sleeper.join();
+    setter.join();
+    EXPECT_EQ(woken, kRounds);
+}
+
+void two_fibers_wait_on_one_event() {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    fib::Event event;
+    fib::Fiber first([&] { event.wait(); });
+    fib::Fiber second([&] { event.wait(); });
+    first.join();
+}
+
+TEST(L06_EventDeathTest, TwoFibersWaitingOnOneEventStop) {
+    EXPECT_DEATH(two_fibers_wait_on_one_event(), "one fiber per direction per fd");
+}
+
+}  // namespace
