@@ -2,10 +2,63 @@
 //
 // Death tests run in a re-executed child ("threadsafe" style), so a child
 // starts from a clean process rather than a fork of one with fibers mid-flight.
+//
+// A watchdog bounds every test: one that runs longer than FIB_TEST_TIMEOUT
+// seconds (default 180) is stopped with a line naming it, and the binary exits
+// with status 124, so a hang ends `make test` with a hint instead of never. It
+// is the process's real-time timer (SIGALRM), re-armed as each test starts,
+// rather than a thread: a thread of its own would change what the tests see
+// (some tests watch what happens when a process starts its first thread).
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace {
+
+unsigned timeout_seconds = 180;
+char message[640];  // what the alarm prints, written as each test starts
+std::size_t message_length = 0;
+
+// Only async-signal-safe calls: write(2) and _exit(2).
+void on_alarm(int) {
+    [[maybe_unused]] ssize_t written = ::write(STDERR_FILENO, message, message_length);
+    ::_exit(124);
+}
+
+void arm(const char* test) {
+    const int length = std::snprintf(message, sizeof message,
+                                     "\nwatchdog: %s did not finish within %u s (FIB_TEST_TIMEOUT); "
+                                     "stopping the test binary\n",
+                                     test, timeout_seconds);
+    message_length = static_cast<std::size_t>(length) < sizeof message ? length : sizeof message - 1;
+    ::alarm(timeout_seconds);
+}
+
+class Watchdog : public testing::EmptyTestEventListener {
+    void OnTestStart(const testing::TestInfo& test) override {
+        char name[512];
+        std::snprintf(name, sizeof name, "%s.%s", test.test_suite_name(), test.name());
+        arm(name);
+    }
+    void OnTestEnd(const testing::TestInfo&) override { ::alarm(0); }
+};
+
+}  // namespace
 
 int main(int argc, char** argv) {
     testing::InitGoogleTest(&argc, argv);
     GTEST_FLAG_SET(death_test_style, "threadsafe");
+    if (const char* seconds = std::getenv("FIB_TEST_TIMEOUT")) timeout_seconds = std::atoi(seconds);
+    if (timeout_seconds > 0) {
+        struct sigaction action {};
+        action.sa_handler = on_alarm;
+        sigaction(SIGALRM, &action, nullptr);
+        testing::UnitTest::GetInstance()->listeners().Append(new Watchdog);
+        // A death test's child hears no test events: its filter names its one test.
+        if (!GTEST_FLAG_GET(internal_run_death_test).empty()) arm(GTEST_FLAG_GET(filter).c_str());
+    }
     return RUN_ALL_TESTS();
 }
