@@ -3,16 +3,16 @@
 // Every figure is measured kRepetitions times; the table shows the median with
 // the min and max, and compares figures measured in the same run (these
 // machines drift by tens of percent between runs, so only ratios travel).
+//
+// Each lesson's rows live in tests/bench/LNN_*.cpp and register a Section; the
+// bench program of stage N (make bench-lessonN) is built from the rows of
+// lessons 1..N, so it measures exactly what that stage has.
 #pragma once
 
-#include <algorithm>
 #include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include "fib/condvar.hpp"
-#include "fib/fiber.hpp"
 
 namespace bench {
 
@@ -24,11 +24,17 @@ struct Summary {
 
 Summary summarize(std::vector<double> values);
 
+// BENCH_SCALE in the environment multiplies every operation count (CI runs each
+// stage's rows with 0.01, to see them work; the numbers then mean little).
+double operation_scale();
+
 // `run(operations)` does the work; the result is nanoseconds per operation,
 // summarised over the repetitions. One untimed warm-up run comes first.
 template <class Run>
 Summary ns_per_op(long operations, Run run) {
     using Clock = std::chrono::steady_clock;
+    if (operation_scale() != 1.0)
+        operations = static_cast<long>(static_cast<double>(operations) * operation_scale()) + 2;
     run(operations / 10 + 1);
     std::vector<double> values;
     for (int i = 0; i < kRepetitions; ++i) {
@@ -38,24 +44,6 @@ Summary ns_per_op(long operations, Run run) {
         values.push_back(elapsed.count() / static_cast<double>(operations));
     }
     return summarize(std::move(values));
-}
-
-// Spawns `count` detached fibers on `manager`, lets each run once and block on a
-// CondVar, and returns what `measure()` says while they are all blocked; then
-// releases them and waits until they have ended. For the memory rows: a blocked
-// fiber holds its record, its stack and whatever its environment gave it.
-template <class Measure>
-auto while_fibers_blocked(fib::FiberManager& manager, long count, Measure measure) {
-    fib::CondVar released_cv;
-    bool released = false;
-    for (long i = 0; i < count; ++i)
-        fib::Fiber([&] { released_cv.wait([&released] { return released; }); }).detach();
-    manager.yield();  // every fiber runs once and blocks in wait()
-    const auto measured = measure();
-    released = true;
-    released_cv.notify_all();
-    manager.wait_for_all();
-    return measured;
 }
 
 // One row of the table and its RESULT line.
@@ -72,16 +60,33 @@ struct Figure {
 
 // Adds "2.3x call" to the table and " call_ratio=2.30" to the RESULT line.
 void compare(Figure& figure, const std::string& text, const std::string& key, double ratio);
-
-void print_table(const std::vector<Figure>& figures);
-void print_results(const std::vector<Figure>& figures);
 const Figure* find(const std::vector<Figure>& figures, const std::string& name);  // or nullptr
 
-// Each section measures its figures and appends them.
-void switch_costs(std::vector<Figure>& figures);   // call, switch_context, swapcontext, threads
-void manager_costs(std::vector<Figure>& figures);  // yield, spawn_join, condvar_pingpong, threads
-void memory_costs(std::vector<Figure>& figures);   // fiber_rss, conn_rss
-void tls_costs(std::vector<Figure>& figures);      // switch_fs/gs/arch_prctl, spawn_join_tls, TLS memory
+// One lesson's rows. `bench NAME...` runs only the sections named; `bench` all,
+// those that fork a process first (before any section has started a thread),
+// then the rest in lesson order.
+struct Section {
+    const char* name;  // "switch"
+    int lesson;
+    bool forks;        // runs a child process: measured before any thread exists
+    void (*measure)(std::vector<Figure>& figures);
+};
+
+// A number the lesson's text sets for a figure, or for the ratio of two figures
+// of the same run (`per` not null: figure / per). Printed as met or missed, never
+// asserted: speed is for make bench, not for make test.
+struct Target {
+    const char* what;    // "switch_context, times faster than swapcontext (>= 30)"
+    const char* figure;  // a row's name
+    const char* per;     // nullptr, or the row it is divided by
+    bool at_least;       // value >= limit, else value <= limit
+    double limit;
+    bool inverted = false;  // per / figure instead of figure / per ("times faster")
+};
+
+// For namespace-scope registration: `const bool registered = bench::add(Section{...});`.
+bool add(const Section& section);
+bool add(const Target& target);
 
 // The process's resident memory, from /proc/self/statm (or another pid's).
 long resident_bytes(int pid = 0);

@@ -1,16 +1,15 @@
 // bench_main.cpp — make bench: the course's numbers side by side, one table and RESULT lines.
 //
-// Lessons 1-4: the raw switch against a function call, swapcontext and two OS
-// threads; the manager's yield, spawn + join and CondVar hand-off against the
-// raw switch and std::thread; memory per blocked fiber and per idle connection.
-// Lesson 6: the switch that also loads %fs/%gs, spawn + join with a TLS block
-// per fiber, and what those blocks cost in memory.
-// The echo servers under load are `make bench-echo` (scripts/bench-echo.sh).
+// The rows come from the sections the lessons register (tests/bench/LNN_*.cpp):
+// make bench-lessonN builds this program with lessons 1..N's. The echo servers
+// under load are make bench-echo-lessonN (scripts/bench-echo.sh).
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -18,6 +17,38 @@
 #include "bench.hpp"
 
 namespace bench {
+namespace {
+
+std::vector<Section>& sections() {
+    static std::vector<Section> all;
+    return all;
+}
+
+std::vector<Target>& targets() {
+    static std::vector<Target> all;
+    return all;
+}
+
+}  // namespace
+
+bool add(const Section& section) {
+    sections().push_back(section);
+    return true;
+}
+
+bool add(const Target& target) {
+    targets().push_back(target);
+    return true;
+}
+
+double operation_scale() {
+    static const double scale = [] {
+        const char* text = std::getenv("BENCH_SCALE");
+        const double value = text ? std::atof(text) : 1.0;
+        return value > 0 ? value : 1.0;
+    }();
+    return scale;
+}
 
 Summary summarize(std::vector<double> values) {
     std::sort(values.begin(), values.end());
@@ -39,22 +70,6 @@ const Figure* find(const std::vector<Figure>& figures, const std::string& name) 
     return nullptr;
 }
 
-void print_table(const std::vector<Figure>& figures) {
-    std::printf("\n%-26s %10s %10s %10s  %-6s %s\n", "figure", "median", "min", "max", "unit",
-                "compared, same run");
-    for (const Figure& f : figures)
-        std::printf("%-26s %10.1f %10.1f %10.1f  %-6s %s\n", f.name.c_str(), f.value.median,
-                    f.value.min, f.value.max, f.unit.c_str(), f.compared.c_str());
-}
-
-void print_results(const std::vector<Figure>& figures) {
-    std::printf("\n");
-    for (const Figure& f : figures)
-        std::printf("RESULT name=%s %s=%.2f min=%.2f max=%.2f reps=%d%s\n", f.name.c_str(),
-                    f.unit.c_str(), f.value.median, f.value.min, f.value.max, f.repetitions,
-                    f.result_extra.c_str());
-}
-
 long resident_bytes(int pid) {
     const std::string path = pid ? "/proc/" + std::to_string(pid) + "/statm" : "/proc/self/statm";
     std::ifstream statm(path);
@@ -74,12 +89,36 @@ std::string cpu_model() {
     return "unknown CPU";
 }
 
-// A target of the course, checked against this run: met or missed. `value`
-// is computed from figures that a partial run (`bench switch`) may lack.
-void target(const char* what, double value, const char* op, double limit) {
-    if (!(value > 0)) return;
-    const bool met = op[0] == '>' ? value >= limit : value <= limit;
-    std::printf("  %-56s %8.1f  %s\n", what, value, met ? "met" : "MISSED (see the lesson's Measured)");
+void print_table(const std::vector<bench::Figure>& figures) {
+    std::printf("\n%-26s %10s %10s %10s  %-6s %s\n", "figure", "median", "min", "max", "unit",
+                "compared, same run");
+    for (const bench::Figure& f : figures)
+        std::printf("%-26s %10.1f %10.1f %10.1f  %-6s %s\n", f.name.c_str(), f.value.median,
+                    f.value.min, f.value.max, f.unit.c_str(), f.compared.c_str());
+}
+
+void print_results(const std::vector<bench::Figure>& figures) {
+    std::printf("\n");
+    for (const bench::Figure& f : figures)
+        std::printf("RESULT name=%s %s=%.2f min=%.2f max=%.2f reps=%d%s\n", f.name.c_str(),
+                    f.unit.c_str(), f.value.median, f.value.min, f.value.max, f.repetitions,
+                    f.result_extra.c_str());
+}
+
+// Each target whose figures this run has, met or missed.
+void print_targets(const std::vector<bench::Figure>& figures) {
+    bool header = false;
+    for (const bench::Target& target : bench::targets()) {
+        const bench::Figure* figure = bench::find(figures, target.figure);
+        const bench::Figure* per = target.per ? bench::find(figures, target.per) : nullptr;
+        if (!figure || (target.per && !per)) continue;
+        double value = figure->value.median;
+        if (per) value = target.inverted ? per->value.median / value : value / per->value.median;
+        const bool met = target.at_least ? value >= target.limit : value <= target.limit;
+        if (!header) std::printf("\ntargets:\n");
+        header = true;
+        std::printf("  %-60s %8.1f  %s\n", target.what, value, met ? "met" : "MISSED");
+    }
 }
 
 bool wanted(int argc, char** argv, const char* section) {
@@ -91,36 +130,28 @@ bool wanted(int argc, char** argv, const char* section) {
 
 }  // namespace
 
-// `bench [memory] [switch] [manager] [tls]` runs only those sections; `bench` runs all.
+// `bench [SECTION...]` runs only those sections; `bench` runs all of this stage's.
 int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
-    std::printf("make bench on %s, %u cores; medians of %d repetitions\n", cpu_model().c_str(),
-                std::thread::hardware_concurrency(), bench::kRepetitions);
+    std::vector<bench::Section> sections = bench::sections();
+    std::stable_sort(sections.begin(), sections.end(), [](const auto& a, const auto& b) {
+        return a.forks != b.forks ? a.forks : a.lesson < b.lesson;
+    });
+    std::string names;
+    for (const bench::Section& section : sections) names += std::string(" ") + section.name;
+    std::printf("make bench on %s, %u cores; medians of %d repetitions; sections:%s\n",
+                cpu_model().c_str(), std::thread::hardware_concurrency(), bench::kRepetitions,
+                names.c_str());
+    if (bench::operation_scale() != 1.0)
+        std::printf("BENCH_SCALE=%g: operation counts scaled, the times are not comparable\n",
+                    bench::operation_scale());
     std::fflush(stdout);
     std::vector<bench::Figure> figures;
-    // Memory first: it forks a server process, best done before any thread exists.
-    if (wanted(argc, argv, "memory")) bench::memory_costs(figures);
-    if (wanted(argc, argv, "switch")) bench::switch_costs(figures);
-    if (wanted(argc, argv, "manager")) bench::manager_costs(figures);
-    if (wanted(argc, argv, "tls")) bench::tls_costs(figures);
-    bench::print_table(figures);
-
-    auto median = [&](const char* name) {
-        const bench::Figure* figure = bench::find(figures, name);
-        return figure ? figure->value.median : 0.0 / 0.0;  // NaN: target() skips it
-    };
-    std::printf("\ntargets:\n");
-    target("switch_context, times faster than swapcontext (>= 30)",
-           median("swapcontext") / median("switch_context"), ">=", 30);
-    target("switch_context, times faster than thread_pingpong (>= 100)",
-           median("thread_pingpong") / median("switch_context"), ">=", 100);
-    target("switch_context minus call, ns (a few)", median("switch_context") - median("call"),
-           "<=", 5);
-    target("yield / switch_context (<= 2)", median("yield") / median("switch_context"), "<=", 2);
-    target("spawn_join, ns (<= 100)", median("spawn_join"), "<=", 100);
-    target("conn_rss, bytes per idle connection (<= 16384)", median("conn_rss"), "<=", 16384);
-
-    bench::print_results(figures);
+    for (const bench::Section& section : sections)
+        if (wanted(argc, argv, section.name)) section.measure(figures);
+    print_table(figures);
+    print_targets(figures);
+    print_results(figures);
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     std::printf("\nmake bench took %.0f s\n", took.count());
 }

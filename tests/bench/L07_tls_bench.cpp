@@ -1,8 +1,8 @@
-// tls_bench.cpp — make bench, lesson 6: what fiber-local storage adds to a switch, a spawn and memory.
+// L07_tls_bench.cpp — make bench, lesson 7: what fiber-local storage adds to a switch, a spawn and memory.
 //
 //   switch_fs            one-way switch with switch_context_fs: %fs base loaded by
 //                        wrfsbase, then switch_context (two contexts, one call site,
-//                        as switch_bench's switch_context row)
+//                        as L01_switch_bench's switch_context row)
 //   switch_gs            the same with switch_context_gs: %gs base by wrgsbase
 //   switch_fs_gs         the same with switch_context_fs_gs: both bases
 //   switch_arch_prctl    the same with switch_context_fs_syscall, the fallback
@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 
+#include "L02_blocked_fibers.hpp"
 #include "bench.hpp"
 #include "fib/fiber.hpp"
 #include "fib/fiber_tls.hpp"
@@ -39,7 +40,7 @@ constexpr long kSequentialFibers = 100'000;
 constexpr long kWarmUpFibers = 1'000;
 constexpr long kAliveFibers = 1'000;
 
-// The measuring code and its partner, as in switch_bench.cpp: the partner
+// The measuring code and its partner, as in L01_switch_bench.cpp: the partner
 // loops forever and is simply never resumed once the measurement ends.
 fib::Context main_context, partner_context;
 
@@ -117,7 +118,7 @@ long heap_in_use() {
     return static_cast<long>(info.uordblks + info.hblkhd);
 }
 
-// The heap growth while 1,000 fibers are alive at once, blocked on a CondVar.
+// The heap growth while 1,000 fibers are alive at once, all blocked.
 // With FiberTls each holds a fresh TLS block (every module's TLS, glibc's
 // struct pthread, the DTV) and a fiber_local block; the stacks are mmapped
 // and not on the heap. A fiber that mallocs on a fresh block would also get
@@ -130,8 +131,6 @@ double heap_growth_alive(bool with_tls) {
     const long after = while_fibers_blocked(manager, kAliveFibers, heap_in_use);
     return static_cast<double>(after - before);
 }
-
-}  // namespace
 
 void tls_costs(std::vector<Figure>& figures) {
     const Figure* raw = find(figures, "switch_context");
@@ -190,4 +189,7 @@ void tls_costs(std::vector<Figure>& figures) {
     for (Figure& row : rows) figures.push_back(row);
 }
 
+[[maybe_unused]] const bool registered = add(Section{"tls", 7, false, tls_costs});
+
+}  // namespace
 }  // namespace bench

@@ -1,8 +1,5 @@
-// memory_bench.cpp — make bench, lessons 2 and 4: resident memory per blocked fiber and per idle
-// connection.
+// L04_connection_bench.cpp — make bench, lesson 4: resident memory per idle connection.
 //
-//   fiber_rss  100,000 fibers blocked on one CondVar: growth of this process's
-//              RSS, divided by 100,000 (a fiber touches only the top of its stack)
 //   conn_rss   10,000 idle connections to an echo server running in a child
 //              process (fork): growth of the child's RSS, divided by 10,000.
 //              Each connection echoed one byte first, so the read and write
@@ -17,8 +14,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
+#include <vector>
 
 #include "../../lessons/04-echo-server/echo_server.hpp"
 #include "bench.hpp"
@@ -29,27 +26,7 @@ namespace bench {
 namespace {
 
 constexpr int kMemoryRepetitions = 5;
-constexpr long kFibers = 100'000;
 constexpr long kConnections = 10'000;
-
-long count_lines(const char* path) {
-    std::ifstream file(path);
-    long lines = 0;
-    for (std::string line; std::getline(file, line);) ++lines;
-    return lines;
-}
-
-// One repetition, in a fresh manager so the stacks are new mappings.
-double rss_per_blocked_fiber(long* mappings) {
-    fib::FiberManager manager;
-    const long before = resident_bytes();
-    const long after = while_fibers_blocked(manager, kFibers, [mappings] {
-        const long resident = resident_bytes();
-        *mappings = count_lines("/proc/self/maps");
-        return resident;
-    });
-    return static_cast<double>(after - before) / kFibers;
-}
 
 [[noreturn]] void die(const char* what) {
     std::perror(what);
@@ -122,19 +99,8 @@ bool raise_fd_limit(long needed) {
     return static_cast<long>(limit.rlim_cur) >= needed;
 }
 
-}  // namespace
-
-void memory_costs(std::vector<Figure>& figures) {
-    std::vector<double> per_fiber, per_connection;
-    long mappings = 0;
-    for (int i = 0; i < kMemoryRepetitions; ++i) per_fiber.push_back(rss_per_blocked_fiber(&mappings));
-    Figure fiber{"fiber_rss", summarize(per_fiber), "bytes"};
-    fiber.repetitions = kMemoryRepetitions;
-    fiber.compared = std::to_string(kFibers) + " fibers blocked on a CondVar; " +
-                     std::to_string(mappings) + " kernel mappings in all";
-    fiber.result_extra = " fibers=" + std::to_string(kFibers);
-    figures.push_back(fiber);
-
+void connection_costs(std::vector<Figure>& figures) {
+    std::vector<double> per_connection;
     if (!raise_fd_limit(kConnections + 100)) {
         std::printf("conn_rss skipped: %ld connections need a hard RLIMIT_NOFILE above %ld\n",
                     kConnections, kConnections + 100);
@@ -148,4 +114,10 @@ void memory_costs(std::vector<Figure>& figures) {
     figures.push_back(connection);
 }
 
+[[maybe_unused]] const bool registered[] = {
+    add(Section{"connections", 4, true, connection_costs}),
+    add(Target{"conn_rss, bytes per idle connection (<= 16384)", "conn_rss", nullptr, false, 16384}),
+};
+
+}  // namespace
 }  // namespace bench

@@ -1,4 +1,4 @@
-// switch_bench.cpp — make bench, lesson 1: what one switch costs, next to the alternatives.
+// L01_switch_bench.cpp — make bench, lesson 1: what one switch costs, next to the alternatives.
 //
 //   call              a plain (not inlined) function call and return: the floor
 //   switch_context    one-way switch between two contexts that both switch from
@@ -146,8 +146,6 @@ Summary atomic_wait_pingpong_one_way(long operations) {
     return summary;
 }
 
-}  // namespace
-
 void switch_costs(std::vector<Figure>& figures) {
     long counter = 0;
     Figure call{"call", ns_per_op(200'000'000, [&counter](long count) {
@@ -174,4 +172,13 @@ void switch_costs(std::vector<Figure>& figures) {
         figures.push_back(*figure);
 }
 
+[[maybe_unused]] const bool registered[] = {
+    add(Section{"switch", 1, false, switch_costs}),
+    add(Target{"switch_context, times faster than swapcontext (>= 30)", "switch_context", "swapcontext",
+               true, 30, true}),
+    add(Target{"switch_context, times faster than thread_pingpong (>= 100)", "switch_context",
+               "thread_pingpong", true, 100, true}),
+};
+
+}  // namespace
 }  // namespace bench
