@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # bench-echo.sh — lessons 4-5: the echo servers side by side under echo_load.
 #
-# Usage: bench-echo.sh BUILD_DIR        (make bench-echo runs it on build/)
-#        SERVERS="fiber" bench-echo.sh build   (only some of the servers listed below)
-#        ROUNDS=5 bench-echo.sh build          (more rounds than the default 3)
+# Usage: bench-echo.sh BUILD_DIR        (make bench-echo-lessonN runs it on build/lessonN/)
+#        SERVERS="fiber" bench-echo.sh build/lesson5   (only some of the servers below)
+#        ROUNDS=5 bench-echo.sh build/lesson5          (more rounds than the default 3)
 #
 # For each configuration (connections x message size, plus idle connections
 # for some), each round runs every server once under a 2-second echo_load, the
@@ -12,7 +12,7 @@
 # RESULT lines for scripts, and fails if echo_load saw a wrong byte, a failed
 # connection or a failure exit.
 #
-# A server that prints "N interest changes" when it stops (lesson 5's
+# A server that prints "N interest changes" when it stops (lesson 6's
 # echo_server in its waiter line, echo_epoll in its summary) gets a ctl/msg
 # figure: its epoll_ctl calls over the whole run, connecting included, per
 # message echo_load counted. "-" for a server that does not say.
@@ -71,9 +71,9 @@ read -r -a servers <<<"${servers_wanted//,/ }"  # "fiber threads" or "fiber,thre
 for name in "${servers[@]}"; do
     [ -n "${command[$name]:-}" ] || fail "unknown server '$name' (known: ${all_servers[*]})"
     read -r program _ <<<"${command[$name]}"
-    [ -x "$program" ] || fail "$program is missing: build it first (make bench-echo does)"
+    [ -x "$program" ] || fail "$program is missing: build it first (make bench-echo-lessonN does)"
 done
-[ -x "$build/echo_load" ] || fail "$build/echo_load is missing: build it first (make bench-echo does)"
+[ -x "$build/echo_load" ] || fail "$build/echo_load is missing: build it first (make bench-echo-lessonN does)"
 
 # Each connection is an fd in echo_load and another in the server: skip a
 # configuration that this machine's hard limit on open fds cannot hold.

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # check-echo-server.sh — smoke test of the echo_server program as a user runs it.
 #
-# Usage: check-echo-server.sh [SERVER]   (default: build/echo_server)
+# Usage: check-echo-server.sh [SERVER]   (default: build/lesson4/echo_server)
 # Starts the server on a free port, echoes a line through bash's /dev/tcp,
 # stops it with SIGINT and checks that it exits 0 with its one-line summary.
 set -euo pipefail
-server=${1:-build/echo_server}
+server=${1:-build/lesson4/echo_server}
 out=$(mktemp)
 trap 'rm -f "$out"; kill "$pid" 2>/dev/null || true' EXIT
 

@@ -17,11 +17,11 @@
 
 namespace {
 
-using Event = std::pair<std::uint64_t, std::uint64_t>;  // (fiber id, a step or a count)
+using LogEntry = std::pair<std::uint64_t, std::uint64_t>;  // (fiber id, a step or a count)
 
 TEST(L02_Manager, YieldsRunReadyFibersInFifoRoundRobinOrder) {
     fib::FiberManager manager;
-    std::vector<Event> order;
+    std::vector<LogEntry> order;
     auto take_three_steps = [&order] {
         for (std::uint64_t step = 0; step < 3; ++step) {
             order.emplace_back(fib::this_fiber::id(), step);
@@ -31,7 +31,7 @@ TEST(L02_Manager, YieldsRunReadyFibersInFifoRoundRobinOrder) {
     fib::Fiber fibers[3];
     for (fib::Fiber& fiber : fibers) fiber = fib::Fiber(take_three_steps);
     for (fib::Fiber& fiber : fibers) fiber.join();
-    const std::vector<Event> round_robin = {{1, 0}, {2, 0}, {3, 0}, {1, 1}, {2, 1},
+    const std::vector<LogEntry> round_robin = {{1, 0}, {2, 0}, {3, 0}, {1, 1}, {2, 1},
                                             {3, 1}, {1, 2}, {2, 2}, {3, 2}};
     EXPECT_EQ(order, round_robin);
 }
@@ -217,8 +217,8 @@ TEST(L02_Manager, FiberWithA256KiBStackCanUse200KiBOfIt) {
 // Captured by a fiber's callable; when destroyed, logs the fiber it died on and how many fibers
 // had finished by then. A moved-from probe logs nothing.
 struct DestructionProbe {
-    std::vector<Event>* log;
-    explicit DestructionProbe(std::vector<Event>* into) : log(into) {}
+    std::vector<LogEntry>* log;
+    explicit DestructionProbe(std::vector<LogEntry>* into) : log(into) {}
     DestructionProbe(DestructionProbe&& other) noexcept : log(std::exchange(other.log, nullptr)) {}
     ~DestructionProbe() {
         if (!log) return;
@@ -228,12 +228,12 @@ struct DestructionProbe {
 
 TEST(L02_Manager, CapturedObjectsAreDestroyedOnTheFiberBeforeJoinReturns) {
     fib::FiberManager manager;
-    std::vector<Event> destructions;
+    std::vector<LogEntry> destructions;
     fib::Fiber worker([probe = DestructionProbe(&destructions)] { fib::this_fiber::yield(); });
     EXPECT_TRUE(destructions.empty());
     worker.join();
     // Destroyed once, on fiber 1, before that fiber counted as finished.
-    EXPECT_EQ(destructions, (std::vector<Event>{{1, 0}}));
+    EXPECT_EQ(destructions, (std::vector<LogEntry>{{1, 0}}));
 }
 
 TEST(L02_Manager, DestructorWaitsForDetachedFibersStillRunning) {

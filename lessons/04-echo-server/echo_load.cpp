@@ -1,6 +1,6 @@
-// echo_load.cpp — lesson 4: the load client of make bench-echo: many echo connections, one thread.
+// echo_load.cpp — lesson 4: the load client of make bench-echo-lessonN: many echo connections, one thread.
 //
-//   build/echo_load --port N [--conns N] [--size BYTES] [--seconds S] [--pipeline K]
+//   build/lessonN/echo_load --port N [--conns N] [--size BYTES] [--seconds S] [--pipeline K]
 //                   [--idle N]
 //
 // Phase 1 opens every connection (non-blocking connects, at most 64 under way

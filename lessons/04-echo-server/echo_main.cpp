@@ -1,6 +1,6 @@
 // echo_main.cpp — lesson 4: the echo_server program: flags, signals, a summary at the end.
 //
-//   build/echo_server [--port N] [--bind ADDR] [--backend NAME] [--quiet]
+//   build/lessonN/echo_server [--port N] [--bind ADDR] [--backend NAME] [--quiet]
 //
 // SIGINT and SIGTERM reach the fibers through a pipe (the self-pipe trick, see
 // server_program.hpp): serve() waits for that pipe to turn readable like for

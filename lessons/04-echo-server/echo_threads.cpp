@@ -1,10 +1,10 @@
 // echo_threads.cpp — lesson 4: the baseline, an echo server with one thread per client.
 //
-//   build/echo_threads [--port N] [--bind ADDR] [--quiet]
+//   build/lessonN/echo_threads [--port N] [--bind ADDR] [--quiet]
 //
 // What lesson 4 replaces: each client gets a std::thread that blocks in read()
 // and send() on a blocking socket, and the kernel's scheduler does what the
-// fibers and the Waiter do in echo_server. make bench-echo runs both under the
+// fibers and the Waiter do in echo_server. make bench-echo-lessonN runs both under the
 // same load (scripts/bench-echo.sh). It is written plainly, the way such a
 // server usually is: neither slowed down nor tuned.
 //

@@ -1,6 +1,6 @@
 // echo_epoll.cpp — lesson 5: the fair opponent, an echo server on a hand-written epoll loop.
 //
-//   build/echo_epoll [--port N] [--bind ADDR] [--quiet]
+//   build/lessonN/echo_epoll [--port N] [--bind ADDR] [--quiet]
 //
 // What echo_server does with fibers and a Waiter, done by hand the way event-loop
 // servers are written: one thread, non-blocking sockets, one level-triggered epoll

@@ -1,6 +1,6 @@
 // chat_main.cpp — lesson 6: the chat_server program: flags, signals, a summary at the end.
 //
-//   build/chat_server [--port N] [--bind ADDR] [--backend NAME] [--quiet]
+//   build/lessonN/chat_server [--port N] [--bind ADDR] [--backend NAME] [--quiet]
 //
 // Talk to it with two terminals running `nc 127.0.0.1 8002`: each line typed in
 // one appears in the other. SIGINT and SIGTERM arrive through a signalfd

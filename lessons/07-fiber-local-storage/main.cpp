@@ -1,12 +1,13 @@
-// main.cpp — lesson 7 demo: thread_locals, errno and fib::fiber_local per fiber, with and without a FiberTls.
+// main.cpp — lesson 7 demo: fib::fiber_local, thread_locals and errno per fiber, with and without a FiberTls.
 //
-// First the TLS segments the library read from the program headers: the
-// layout that every fiber's TLS block copies. Then fibers a, b and c take
-// turns with yield(), first in lesson 2's world, where they all run on the
-// thread's one TLS block, then with a FiberTls, which gives each a block of
-// its own. Every line is decided by the order in which the fibers run, except
-// the segment table (its numbers depend on the build) and the last line (it
-// depends on the machine, and on FIB_TLS_SWITCH).
+// Fibers a, b and c take turns with yield(). First each gets a fiber_local
+// block through %gs while libc's TLS stays the thread's. Then the TLS
+// segments the library read from the program headers, the layout every
+// fiber's TLS block copies; and the fibers again, first as in lessons 2-6,
+// all on the thread's one TLS block, then with a FiberTls, which gives each a
+// block of its own. Every line is decided by the order in which the fibers
+// run, except the segment table (its numbers depend on the build) and the
+// last line (it depends on the machine, and on FIB_TLS_SWITCH).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -171,22 +172,23 @@ void destructors_and_stats() {
 }  // namespace
 
 int main() {
-    print_segments();
+    std::puts("Part 1: fib::fiber_local<int> beside a thread_local, a yield after each step");
+    run_three("FiberTlsOptions{.thread_locals = false, .fiber_locals = true}",
+              fib::FiberTlsOptions{.thread_locals = false, .fiber_locals = true}, count_both);
 
-    std::puts("\nPart 1: a thread_local counter, three fibers, a yield after each step");
-    run_three("without a FiberTls (lesson 2): one TLS block, one counter", std::nullopt, count);
+    std::puts("");
+    print_segments();
+    counter = 0;  // the thread's, which Part 1's fibers shared
+
+    std::puts("\nPart 2: a thread_local counter, three fibers, a yield after each step");
+    run_three("without a FiberTls: one TLS block, one counter", std::nullopt, count);
     run_three("with a FiberTls: a TLS block per fiber, starting from the image", fib::FiberTlsOptions{},
               count);
     std::printf("  main's counter still reads %d: main keeps the thread's block\n", counter);
 
-    std::puts("\nPart 2: errno, set by each fiber, read after the others set theirs");
+    std::puts("\nPart 3: errno, set by each fiber, read after the others set theirs");
     run_three("without a FiberTls: the last write wins", std::nullopt, report_errno);
     run_three("with a FiberTls: each fiber's own", fib::FiberTlsOptions{}, report_errno);
-
-    std::puts("\nPart 3: fib::fiber_local<int> beside a thread_local");
-    counter = 0;  // the thread's, which these fibers share
-    run_three("FiberTlsOptions{.thread_locals = false, .fiber_locals = true}",
-              fib::FiberTlsOptions{.thread_locals = false, .fiber_locals = true}, count_both);
 
     std::puts("\nPart 4: destructors of thread_locals run as each fiber ends");
     destructors_and_stats();
