@@ -20,8 +20,9 @@
 // under it (g++ caches &errno and thread_local addresses across calls).
 #include "fib/context_layout.h"
 
-// wrfsbase/wrgsbase: one unprivileged instruction each (~6 ns) where the CPU
-// has FSGSBASE and Linux 5.9+ lets user space use it.
+// wrfsbase/wrgsbase: one unprivileged instruction each, where the CPU has
+// FSGSBASE and Linux 5.9+ lets user space use it (make bench-lesson7's
+// switch_fs and switch_gs rows say what it costs).
 .macro LOAD_FS_INSN
     movq    CTX_FS_BASE(%rsi), %rax
     wrfsbase %rax
@@ -31,9 +32,9 @@
     wrgsbase %rax
 .endm
 
-// arch_prctl(code, base): a system call (~100 ns). It clobbers rax, rcx and
-// r11 (caller-saved, as for any call), and needs rdi/rsi, so keep our three
-// arguments on the stack around it.
+// arch_prctl(code, base): a system call (the switch_arch_prctl row). It
+// clobbers rax, rcx and r11 (caller-saved, as for any call), and needs
+// rdi/rsi, so keep our three arguments on the stack around it.
 #define SYS_arch_prctl 158
 #define ARCH_SET_GS 0x1001
 #define ARCH_SET_FS 0x1002
