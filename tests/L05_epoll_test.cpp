@@ -89,6 +89,37 @@ TEST(L05_Epoll, FibersReadyInOneCallWakeInTheOrderTheirFdsBecameReady) {
     EXPECT_EQ(waiter.stats().wakeups, 4u);
 }
 
+// epoll_ctl refuses an fd that is not open (EBADF); the backend then reports POLLNVAL at its
+// next wait, as poll would. If the number is forgotten (io::close) and reused before that wait,
+// the report concerns the old registration and must be dropped: a fiber now waiting on the new
+// file must wake only when that file is ready.
+TEST(L05_Epoll, AReportForAForgottenFdDoesNotReachTheNewFileWithItsNumber) {
+    fib::FiberManager manager;
+    fib::Waiter waiter("epoll");
+    Pair probe = make_fds();
+    const int number = probe.first.get();
+    probe.first.reset();  // `number` is not open now
+    short first_revents = 0, second_revents = 0;
+    std::vector<const char*> order;
+    fib::Fiber first([&] { first_revents = waiter.wait(number, POLLIN); });
+    fib::this_fiber::yield();  // first waits; epoll_ctl said EBADF; a POLLNVAL report is pending
+    waiter.forget(number);     // as io::close would: first wakes with POLLNVAL
+    Pair reused = make_fds();
+    ASSERT_EQ(reused.first.get(), number);
+    fib::Fiber second([&] {
+        second_revents = waiter.wait(reused.first.get(), POLLIN);
+        order.push_back("woken");
+    });
+    for (int i = 0; i < 5; ++i) fib::this_fiber::yield();  // the Waiter polls meanwhile
+    order.push_back("written");
+    ASSERT_EQ(::write(reused.second.get(), "r", 1), 1);
+    first.join();
+    second.join();
+    EXPECT_EQ(first_revents, POLLNVAL);
+    EXPECT_EQ(second_revents, POLLIN);
+    EXPECT_EQ(order, (std::vector<const char*>{"written", "woken"}));
+}
+
 // Pipe A turns readable and its reader wakes but never reads, nor waits again: A stays
 // readable, and level-triggered epoll would report it at every call. The Waiter narrows
 // the interest set instead, so while a fiber waits on pipe B the thread sleeps in

@@ -65,12 +65,7 @@ void FiberManager::report_escaped_exception(const FiberRecord& fiber) {
 
 namespace this_fiber {
 
-void yield() {
-    FiberManager* manager = FiberManager::current();
-    if (!manager)
-        fatal("this_fiber::yield() was called on a thread with no FiberManager; create one first");
-    manager->yield();
-}
+void yield() { FiberManager::of_this_thread("this_fiber::yield() was called").yield(); }
 
 std::uint64_t id() {
     FiberManager* manager = FiberManager::current();

@@ -11,6 +11,11 @@ thread_local FiberManager* FiberManager::current_ = nullptr;
 
 FiberManager* FiberManager::current() noexcept { return current_; }
 
+FiberManager& FiberManager::of_this_thread(const char* what) {
+    if (!current_) fatal("%s on a thread with no FiberManager; create one first", what);
+    return *current_;
+}
+
 FiberManager::FiberManager() : thread_exceptions_(thread_exception_state()) {
     if (current_) fatal("a second FiberManager was created on a thread that already has one");
     main_.manager = this;

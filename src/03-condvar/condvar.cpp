@@ -16,9 +16,7 @@ void CondVar::wait() { wait(WaitSite{"CondVar::wait", nullptr, this}); }
 // A waiting fiber sits in waiters_ through its queue_link: it is not in the
 // ready queue while it waits, so the one link serves both lists.
 void CondVar::wait(const WaitSite& site) {
-    FiberManager* manager = FiberManager::current();
-    if (!manager)
-        fatal("CondVar::wait() was called on a thread with no FiberManager; only a fiber can wait");
+    FiberManager* manager = &FiberManager::of_this_thread("CondVar::wait() was called");
     if (!waiters_.empty() && manager_ != manager)
         fatal("%s waited on a CondVar whose waiters belong to another thread's FiberManager",
               label(*manager->running()).text);

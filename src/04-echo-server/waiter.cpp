@@ -9,12 +9,6 @@ namespace {
 constexpr short kReadEvents = POLLIN | POLLPRI | POLLRDHUP;
 constexpr short kWriteEvents = POLLOUT;
 
-FiberManager& manager_of_this_thread() {
-    FiberManager* manager = FiberManager::current();
-    if (!manager) fatal("a Waiter was created on a thread with no FiberManager; create one first");
-    return *manager;
-}
-
 }  // namespace
 
 // The Waiter of this thread, for the I/O helpers (io.hpp) to find, is kept in
@@ -24,8 +18,15 @@ Waiter* Waiter::current() noexcept {
     return manager ? manager->waiter() : nullptr;
 }
 
+Waiter& Waiter::of_this_thread(const char* what) {
+    Waiter* waiter = current();
+    if (!waiter)
+        fatal("%s on a thread with no Waiter; create a fib::Waiter after the FiberManager", what);
+    return *waiter;
+}
+
 Waiter::Waiter(const char* backend)
-    : manager_(manager_of_this_thread()), poller_(make_poller(backend)) {
+    : manager_(FiberManager::of_this_thread("a Waiter was created")), poller_(make_poller(backend)) {
     if (manager_.waiter()) fatal("a second Waiter was created on a thread that already has one");
     manager_.set_waiter(this);
 }

@@ -52,7 +52,10 @@ public:
 
     void wait(int timeout_ms, std::vector<PollEvent>& ready) override {
         if (!synthetic_.empty()) {
-            ready.insert(ready.end(), synthetic_.begin(), synthetic_.end());
+            // A report made for a registration that forget() has since ended is
+            // stale: the number may name another file by now.
+            for (const Synthetic& report : synthetic_)
+                if (report.generation == states_[report.event.fd].generation) ready.push_back(report.event);
             synthetic_.clear();
             timeout_ms = 0;  // report those at once, with whatever else is ready
         }
@@ -67,6 +70,13 @@ public:
     std::uint64_t interest_changes() const { return interest_changes_; }
 
 private:
+    // An event the backend reports itself (epoll_ctl refused the fd), tagged
+    // like a kernel event with the registration it is about.
+    struct Synthetic {
+        PollEvent event;
+        std::uint32_t generation;
+    };
+
     struct FdState {
         short wanted = 0;      // what the Waiter's fibers wait for now
         short registered = 0;  // what the kernel watches (0: not in the set)
@@ -103,10 +113,10 @@ private:
         if (result == 0) {
             state.registered = events;
         } else if (errno == EBADF) {
-            synthetic_.push_back(PollEvent{fd, POLLNVAL});  // what poll says of a closed fd
+            synthetic_.push_back({PollEvent{fd, POLLNVAL}, state.generation});  // what poll says of a closed fd
         } else if (errno == EPERM) {
             // A regular file: epoll refuses it, poll calls it always ready.
-            synthetic_.push_back(PollEvent{fd, static_cast<short>(events & (POLLIN | POLLOUT))});
+            synthetic_.push_back({PollEvent{fd, static_cast<short>(events & (POLLIN | POLLOUT))}, state.generation});
         } else if (events != 0) {
             fatal("epoll_ctl on fd %d failed: %s", fd, std::strerror(errno));
         }
@@ -129,7 +139,7 @@ private:
 
     UniqueFd epoll_;
     std::vector<FdState> states_;          // indexed by fd
-    std::vector<PollEvent> synthetic_;     // to report at the next wait (EBADF, EPERM)
+    std::vector<Synthetic> synthetic_;     // to report at the next wait (EBADF, EPERM)
     epoll_event events_[kBatch];
     std::uint64_t interest_changes_ = 0;
 };

@@ -6,21 +6,7 @@
 #include "fib/fatal.hpp"
 
 namespace fib {
-namespace {
-
-FiberManager& manager_for(const char* operation) {
-    FiberManager* manager = FiberManager::current();
-    if (!manager) fatal("%s was called on a thread with no FiberManager; only a fiber can wait", operation);
-    return *manager;
-}
-
-}  // namespace
-
-TimerHeap& TimerHeap::of_this_thread() {
-    Waiter* waiter = Waiter::current();
-    if (!waiter) fatal("a timer was set on a thread with no Waiter; create a fib::Waiter first");
-    return waiter->timers();
-}
+TimerHeap& TimerHeap::of_this_thread() { return Waiter::of_this_thread("a timer was set").timers(); }
 
 // ---- The heap: heap_[i]'s children are heap_[2i+1] and heap_[2i+2], both later.
 bool TimerHeap::earlier(const Timer* a, const Timer* b) {
@@ -114,12 +100,12 @@ Clock::time_point deadline_after(Clock::duration timeout) {
 }
 
 void sleep_for(Clock::duration timeout) {
-    manager_for("sleep_for()");
+    FiberManager::of_this_thread("sleep_for() was called");
     sleep_until(deadline_after(timeout));
 }
 
 void sleep_until(Clock::time_point deadline) {
-    FiberManager& manager = manager_for("sleep_until()");
+    FiberManager& manager = FiberManager::of_this_thread("sleep_until() was called");
     TimerHeap& timers = TimerHeap::of_this_thread();
     if (deadline <= Clock::now()) return;
     Timer timer{deadline, manager.running()};
@@ -128,7 +114,7 @@ void sleep_until(Clock::time_point deadline) {
 }
 
 bool wait_for(CondVar& condvar, Clock::duration timeout) {
-    FiberManager& manager = manager_for("wait_for()");
+    FiberManager& manager = FiberManager::of_this_thread("wait_for() was called");
     TimerHeap& timers = TimerHeap::of_this_thread();
     Timer timer{deadline_after(timeout), manager.running()};
     timer.context = &condvar;

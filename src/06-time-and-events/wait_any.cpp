@@ -11,20 +11,12 @@
 namespace fib {
 namespace {
 
-Waiter& waiter_for(const char* operation) {
-    Waiter* waiter = Waiter::current();
-    if (!waiter)
-        fatal("%s was called on a thread with no Waiter; create a fib::Waiter after the FiberManager",
-              operation);
-    return *waiter;
-}
-
 // Registers every source and the deadline (if any), parks, then drops what
 // did not fire. The Waiter and the timer heap wake a fiber only while it is
 // still blocked, so however many fire before it runs, it wakes once.
 Ready wait_any_until(std::span<const Source> sources, const Clock::time_point* deadline,
                      const char* operation) {
-    Waiter& waiter = waiter_for(operation);
+    Waiter& waiter = Waiter::of_this_thread(operation);
     FiberRecord* self = FiberManager::current()->running();
     if (sources.size() > kMaxSources)
         fatal("%s called wait_any() with %zu sources; at most %zu", label(*self).text, sources.size(),
@@ -50,17 +42,17 @@ Ready wait_any_until(std::span<const Source> sources, const Clock::time_point* d
 
 }  // namespace
 
-Ready wait_any(std::span<const Source> sources) { return wait_any_until(sources, nullptr, "wait_any()"); }
+Ready wait_any(std::span<const Source> sources) { return wait_any_until(sources, nullptr, "wait_any() was called"); }
 
 Ready wait_any(std::span<const Source> sources, Clock::duration timeout) {
     const Clock::time_point deadline = deadline_after(timeout);
-    return wait_any_until(sources, &deadline, "wait_any()");
+    return wait_any_until(sources, &deadline, "wait_any() was called");
 }
 
 Ready io::wait(int fd, short events, Clock::duration timeout) {
     const Source source{fd, events};
     const Clock::time_point deadline = deadline_after(timeout);
-    return wait_any_until(std::span(&source, 1), &deadline, "fib::io::wait() with a timeout");
+    return wait_any_until(std::span(&source, 1), &deadline, "fib::io::wait() with a timeout was called");
 }
 
 // The deadline holds for the whole call: a wake-up that finds nothing to
@@ -72,7 +64,7 @@ ssize_t io::read(int fd, void* buffer, std::size_t size, Clock::duration timeout
         const ssize_t n = ::read(fd, buffer, size);
         if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return n;
         if (errno == EINTR) continue;
-        if (wait_any_until(std::span(&source, 1), &deadline, "fib::io::read() with a timeout").timed_out()) {
+        if (wait_any_until(std::span(&source, 1), &deadline, "fib::io::read() with a timeout was called").timed_out()) {
             errno = ETIMEDOUT;
             return -1;
         }

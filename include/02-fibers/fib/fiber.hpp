@@ -75,8 +75,7 @@ private:
 template <class Function, class... Args>
     requires std::invocable<std::decay_t<Function>, std::decay_t<Args>...>
 Fiber::Fiber(const FiberOptions& options, Function&& function, Args&&... args) {
-    FiberManager* manager = FiberManager::current();
-    if (!manager) fatal("a Fiber was created on a thread with no FiberManager; create one first");
+    FiberManager* manager = &FiberManager::of_this_thread("a Fiber was created");
     // Decay-copy the function and its arguments onto the fiber's own stack, as
     // std::thread copies them into the new thread: the fiber owns them and may
     // outlive the caller's frame.

@@ -4,7 +4,10 @@
 // the system call it is named after, except where that call would fail with
 // EAGAIN: then it waits in the thread's Waiter until the fd is ready and tries
 // again, so other fibers run meanwhile. Errors are reported as the system call
-// reports them: -1 with errno set (ECONNRESET, EPIPE, EMFILE, ...).
+// reports them: -1 with errno set (ECONNRESET, EPIPE, EMFILE, ...). One more:
+// if the fd is closed through io::close while the call waits, the call fails
+// with EBADF and does not try again, since by then another fiber may have
+// opened a file that got the same number.
 //
 // A blocking fd works too, but a call on it that must wait blocks the whole
 // thread, every fiber with it.

@@ -61,6 +61,9 @@ public:
 
     // The Waiter of the calling thread, or nullptr.
     static Waiter* current() noexcept;
+    // The Waiter of the calling thread; with none, stops the program with "`what`
+    // on a thread with no Waiter; create a fib::Waiter after the FiberManager".
+    static Waiter& of_this_thread(const char* what);
 
     // Blocks the running fiber until `fd` is ready for `events` (POLLIN,
     // POLLPRI, POLLRDHUP, POLLOUT). Returns poll's revents for it, which may

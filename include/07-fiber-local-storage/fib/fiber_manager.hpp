@@ -56,6 +56,9 @@ public:
 
     // The manager of the calling thread, or nullptr.
     static FiberManager* current() noexcept;
+    // The manager of the calling thread; with none, stops the program with
+    // "`what` on a thread with no FiberManager; create one first".
+    static FiberManager& of_this_thread(const char* what);
 
     // Let every other ready fiber run once, then continue. A no-op when no other
     // fiber is ready.
