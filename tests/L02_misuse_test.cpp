@@ -2,6 +2,7 @@
 // a "fib: fatal:" message that names it: bad joins, a joinable handle destroyed, no manager or
 // two, a deadlock, and a fiber's stack overflow caught by the OverflowGuard.
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <memory>
 
@@ -179,6 +180,35 @@ TEST(L02_MisuseDeathTest, DeadlockReportNamesTheObjectAParkedFiberWaitsOn) {
     EXPECT_DEATH(park_on_a_mailbox(),
                  "  fiber 0 \\(main\\): in join, waiting for fiber 1 \\(reader\\)\n"
                  "  fiber 1 \\(reader\\): in the mailbox, on 0x[0-9a-f]+\n");
+}
+
+// pthread_exit and pthread_cancel end a thread by unwinding it: on a fiber they would end the
+// thread under every other fiber. Each stops the program naming the fiber.
+void fiber_calls_pthread_exit() {
+    fib::FiberManager manager;
+    fib::Fiber quitter({.name = "quitter"}, [] { ::pthread_exit(nullptr); });
+    quitter.join();
+}
+
+void fiber_is_cancelled() {
+    fib::FiberManager manager;
+    fib::Fiber victim({.name = "victim"}, [] {
+        ::pthread_cancel(::pthread_self());
+        ::pthread_testcancel();
+    });
+    victim.join();
+}
+
+TEST(L02_MisuseDeathTest, PthreadExitOnAFiberStopsNamingTheFiber) {
+    EXPECT_DEATH(fiber_calls_pthread_exit(),
+                 "fib: fatal: fiber 1 \\(quitter\\) was unwound by pthread_exit\\(\\) or "
+                 "pthread_cancel\\(\\)");
+}
+
+TEST(L02_MisuseDeathTest, PthreadCancelOnAFiberStopsNamingTheFiber) {
+    EXPECT_DEATH(fiber_is_cancelled(),
+                 "fib: fatal: fiber 1 \\(victim\\) was unwound by pthread_exit\\(\\) or "
+                 "pthread_cancel\\(\\)");
 }
 
 TEST(L02_MisuseDeathTest, UnboundedRecursionReportsStackOverflowWithTheStackSize) {

@@ -1,4 +1,6 @@
 // fiber_switch.cpp — lesson 2: the switch from one fiber to the next, a fiber's first frame and its end.
+#include <cxxabi.h>
+
 #include "fib/fatal.hpp"
 #include "fib/fiber_manager.hpp"
 #include "fib/sanitizer.hpp"
@@ -55,6 +57,14 @@ void FiberManager::fiber_main(std::uintptr_t arg) {
     manager->finish_switch();
     try {
         self->run_body(self->body);
+    } catch (abi::__forced_unwind&) {
+        // pthread_exit() or pthread_cancel() unwinds with this "exception", which
+        // must be rethrown to end the thread; swallowed, glibc aborts with "FATAL:
+        // exception not rethrown". Rethrown, it would end the thread under every
+        // other fiber. Neither is an end for a fiber: stop with its name.
+        fatal("%s was unwound by pthread_exit() or pthread_cancel(), which end the whole "
+              "thread with every fiber on it; end a fiber by returning from its function",
+              label(*self).text);
     } catch (...) {
         self->exception = std::current_exception();
     }

@@ -3,6 +3,8 @@
 // Replaces lesson 2's fiber_switch.cpp from stage 7 on: with an environment
 // installed, switch_to switches through its routine, and each fiber runs the
 // environment's code as its function starts and ends.
+#include <cxxabi.h>
+
 #include "fib/fatal.hpp"
 #include "fib/fiber_manager.hpp"
 #include "fib/sanitizer.hpp"
@@ -66,6 +68,14 @@ void FiberManager::fiber_main(std::uintptr_t arg) {
     if (manager->environment_) manager->environment_->fiber_starting(*self);
     try {
         self->run_body(self->body);
+    } catch (abi::__forced_unwind&) {
+        // pthread_exit() or pthread_cancel() unwinds with this "exception", which
+        // must be rethrown to end the thread; swallowed, glibc aborts with "FATAL:
+        // exception not rethrown". Rethrown, it would end the thread under every
+        // other fiber. Neither is an end for a fiber: stop with its name.
+        fatal("%s was unwound by pthread_exit() or pthread_cancel(), which end the whole "
+              "thread with every fiber on it; end a fiber by returning from its function",
+              label(*self).text);
     } catch (...) {
         self->exception = std::current_exception();
     }
