@@ -38,6 +38,10 @@ DEMO_1  := lessons/$(DIR_1)/main.cpp
 TESTS_1 := tests/L01_probes.S
 
 DEMO_2  := lessons/$(DIR_2)/main.cpp
+# A test helper built as Debian builds user code by default, without stack-clash protection:
+# its big frame can jump a stack's guard.
+TESTS_2 := tests/L02_big_frame.cpp
+FLAGS_2 := tests/L02_big_frame.cpp=-fno-stack-clash-protection
 
 DEMO_3  := lessons/$(DIR_3)/main.cpp
 

@@ -75,13 +75,12 @@ TEST(L01_Stack, TopMinusBottomIsTheSizeAndBothArePageAligned) {
     EXPECT_EQ(bottom % fib::page_size(), 0u);
 }
 
-TEST(L01_Stack, GuardIsExactlyThePageJustBelowBottom) {
+TEST(L01_Stack, GuardIsExactlyTheGuardSizeJustBelowBottom) {
     const fib::Stack stack(fib::Stack::kDefaultSize);
     char* const bottom = as_bytes(stack.bottom());
-    const std::size_t page = fib::page_size();
     EXPECT_TRUE(stack.guard_contains(bottom - 1));
-    EXPECT_TRUE(stack.guard_contains(bottom - page));
-    EXPECT_FALSE(stack.guard_contains(bottom - page - 1));
+    EXPECT_TRUE(stack.guard_contains(bottom - fib::Stack::kGuardSize));
+    EXPECT_FALSE(stack.guard_contains(bottom - fib::Stack::kGuardSize - 1));
     EXPECT_FALSE(stack.guard_contains(bottom));
     EXPECT_FALSE(stack.guard_contains(as_bytes(stack.top()) - 1));
     // An empty Stack guards nothing.
@@ -100,6 +99,16 @@ TEST(L01_StackDeathTest, WritingIntoTheGuardPageIsKilledBySigsegv) {
     char* const bottom = as_bytes(stack.bottom());
     EXPECT_EXIT(write_with_default_sigsegv(bottom - 1), testing::KilledBySignal(SIGSEGV), "");
     EXPECT_EXIT(write_with_default_sigsegv(bottom - fib::page_size()),
+                testing::KilledBySignal(SIGSEGV), "");
+}
+
+// A frame bigger than a page jumps a one-page guard. Every page of the guard faults, down to
+// its lowest: a write 16 KiB below the bottom, as such a frame makes, is killed at once.
+TEST(L01_StackDeathTest, EveryPageOfTheGuardRegionFaultsDownToItsLowest) {
+    const fib::Stack stack(fib::Stack::kDefaultSize);
+    char* const bottom = as_bytes(stack.bottom());
+    EXPECT_EXIT(write_with_default_sigsegv(bottom - 16 * 1024), testing::KilledBySignal(SIGSEGV), "");
+    EXPECT_EXIT(write_with_default_sigsegv(bottom - fib::Stack::kGuardSize),
                 testing::KilledBySignal(SIGSEGV), "");
 }
 

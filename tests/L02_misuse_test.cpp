@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 #include <pthread.h>
 
+#include <cstdint>
 #include <memory>
 
+#include "L02_big_frame.hpp"
 #include "fib/fiber.hpp"
 
 namespace {
@@ -86,6 +88,29 @@ void overflow_a_fiber_stack() {
         recurse(0, 1'000'000, &seed);
     });
     deep.join();
+}
+
+// Goes down the stack in small frames until less than 2 KiB is left, then calls a function
+// whose 16 KiB frame, built without stack-clash protection, writes 14 KiB below the stack: past
+// a one-page guard, into whatever lies below (a neighbouring fiber's stack and record).
+__attribute__((noinline)) int descend_then_jump(const char* bottom, volatile char* caller_frame) {
+    volatile char frame[128];
+    frame[0] = static_cast<char>(caller_frame[0] + 1);
+    if (reinterpret_cast<std::uintptr_t>(&frame[0]) - reinterpret_cast<std::uintptr_t>(bottom) > 2048)
+        return descend_then_jump(bottom, frame) + frame[0];
+    touch_a_big_frame(frame);
+    return frame[0];
+}
+
+void jump_over_the_guard() {
+    fib::FiberManager manager;
+    fib::Fiber neighbour({.name = "neighbour"}, [] { fib::this_fiber::yield(); });
+    fib::Fiber jumper({.name = "jumper"}, [&manager] {
+        volatile char seed = 0;
+        descend_then_jump(static_cast<const char*>(manager.running()->stack.bottom()), &seed);
+    });
+    jumper.join();
+    neighbour.join();
 }
 
 // Writes one byte below the fiber's lowest usable byte: straight into its guard page.
@@ -214,13 +239,18 @@ TEST(L02_MisuseDeathTest, PthreadCancelOnAFiberStopsNamingTheFiber) {
 TEST(L02_MisuseDeathTest, UnboundedRecursionReportsStackOverflowWithTheStackSize) {
     EXPECT_DEATH(overflow_a_fiber_stack(),
                  "fib: fatal: stack overflow in fiber 1 \\(deep\\): its stack is 65536 bytes; "
-                 "the access at 0x[0-9a-f]+ hit the guard page below it");
+                 "the access at 0x[0-9a-f]+ hit the guard below it");
+}
+
+TEST(L02_MisuseDeathTest, AFrameBiggerThanAPageBuiltWithoutClashProtectionCannotJumpTheGuard) {
+    EXPECT_DEATH(jump_over_the_guard(),
+                 "fib: fatal: stack overflow in fiber 2 \\(jumper\\): its stack is 65536 bytes");
 }
 
 TEST(L02_MisuseDeathTest, WriteIntoTheGuardPageReportsStackOverflow) {
     EXPECT_DEATH(write_into_the_guard_page(),
                  "fib: fatal: stack overflow in fiber 1 \\(scribbler\\): its stack is 131072 "
-                 "bytes; the access at 0x[0-9a-f]+ hit the guard page below it");
+                 "bytes; the access at 0x[0-9a-f]+ hit the guard below it");
 }
 
 }  // namespace

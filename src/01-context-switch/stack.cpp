@@ -1,4 +1,4 @@
-// stack.cpp — lesson 1: mapping and unmapping stacks with a guard page.
+// stack.cpp — lesson 1: mapping and unmapping stacks with a guard region.
 #include "fib/stack.hpp"
 
 #include <sys/mman.h>
@@ -17,19 +17,19 @@
 namespace fib {
 namespace {
 
-// Makes the mapping's lowest page the guard. Linux 6.13+ can mark it a guard
-// region inside the mapping (MADV_GUARD_INSTALL): the stack stays one kernel
-// mapping, and neighbouring stacks even merge into one. Older kernels say
-// EINVAL, and the page becomes PROT_NONE instead, which splits the mapping in
-// two: then vm.max_map_count (65530 by default) allows ~32,000 live stacks.
-int install_guard(void* mapping, std::size_t page) {
+// Makes the mapping's lowest `size` bytes the guard. Linux 6.13+ can mark them
+// a guard region inside the mapping (MADV_GUARD_INSTALL): the stack stays one
+// kernel mapping, and neighbouring stacks even merge into one. Older kernels
+// say EINVAL, and the pages become PROT_NONE instead, which splits the mapping
+// in two: then vm.max_map_count (65530 by default) allows ~32,000 live stacks.
+int install_guard(void* mapping, std::size_t size) {
     static std::atomic<bool> guard_regions{true};  // until the kernel says otherwise
     if (guard_regions.load(std::memory_order_relaxed)) {
-        if (madvise(mapping, page, MADV_GUARD_INSTALL) == 0) return 0;
+        if (madvise(mapping, size, MADV_GUARD_INSTALL) == 0) return 0;
         if (errno != EINVAL) return -1;
         guard_regions.store(false, std::memory_order_relaxed);
     }
-    return mprotect(mapping, page, PROT_NONE);
+    return mprotect(mapping, size, PROT_NONE);
 }
 
 }  // namespace
@@ -44,28 +44,28 @@ Stack::Stack(std::size_t usable_size) {
     size_ = (usable_size + page - 1) / page * page;
     // MAP_NORESERVE: untouched pages cost nothing, not even commit charge.
     // MAP_STACK: a hint that this is a stack (no transparent huge pages).
-    void* mapping = mmap(nullptr, size_ + page, PROT_READ | PROT_WRITE,
+    void* mapping = mmap(nullptr, kGuardSize + size_, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
     // vm.max_map_count is what usually runs out first (see install_guard).
     if (mapping == MAP_FAILED)
         throw std::system_error(errno, std::generic_category(),
                                 "mmap of a " + std::to_string(size_) +
                                     "-byte stack (live stacks are limited by vm.max_map_count)");
-    // The lowest page becomes the guard: a stack that overflows hits it and
-    // faults at once, instead of silently overwriting whatever lies below.
-    if (install_guard(mapping, page) != 0) {
+    // The lowest kGuardSize bytes become the guard: a stack that overflows hits
+    // them and faults at once, instead of silently overwriting what lies below.
+    if (install_guard(mapping, kGuardSize) != 0) {
         const int error = errno;
-        munmap(mapping, size_ + page);
-        throw std::system_error(error, std::generic_category(), "guarding a stack's lowest page");
+        munmap(mapping, kGuardSize + size_);
+        throw std::system_error(error, std::generic_category(), "guarding a stack's lowest pages");
     }
-    bottom_ = static_cast<char*>(mapping) + page;
+    bottom_ = static_cast<char*>(mapping) + kGuardSize;
 }
 
-void Stack::unmap() { munmap(bottom_ - page_size(), size_ + page_size()); }
+void Stack::unmap() { munmap(bottom_ - kGuardSize, kGuardSize + size_); }
 
 bool Stack::guard_contains(const void* address) const {
     const char* byte = static_cast<const char*>(address);
-    return bottom_ && byte >= bottom_ - page_size() && byte < bottom_;
+    return bottom_ && byte >= bottom_ - kGuardSize && byte < bottom_;
 }
 
 }  // namespace fib

@@ -2,6 +2,7 @@
 #include "fib/overflow_guard.hpp"
 
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -38,10 +39,21 @@ struct Message {
     }
 };
 
+// An overflow shows as an access inside the stack's guard region, or, after
+// a frame bigger than the guard, as a fault with the stack pointer already
+// below the stack's bottom: either way the fiber ran out of stack.
+bool overflowed(const Stack& stack, const void* address, void* ucontext) {
+    if (stack.guard_contains(address)) return true;
+    const auto rsp = static_cast<std::uintptr_t>(
+        static_cast<ucontext_t*>(ucontext)->uc_mcontext.gregs[REG_RSP]);
+    const auto bottom = reinterpret_cast<std::uintptr_t>(stack.bottom());
+    return stack && rsp < bottom;
+}
+
 void on_segv(int signal, siginfo_t* info, void* ucontext) {
     FiberManager* manager = FiberManager::current();
     const FiberRecord* fiber = manager ? manager->running() : nullptr;
-    if (fiber && fiber->stack.guard_contains(info->si_addr)) {
+    if (fiber && overflowed(fiber->stack, info->si_addr, ucontext)) {
         Message message;
         message.add("fib: fatal: stack overflow in fiber ");
         message.add_number(fiber->id, 10);
@@ -54,7 +66,8 @@ void on_segv(int signal, siginfo_t* info, void* ucontext) {
         message.add_number(fiber->stack.size(), 10);
         message.add(" bytes; the access at 0x");
         message.add_number(reinterpret_cast<std::uintptr_t>(info->si_addr), 16);
-        message.add(" hit the guard page below it\n");
+        message.add(fiber->stack.guard_contains(info->si_addr) ? " hit the guard below it\n"
+                                                               : " was made below it\n");
         [[maybe_unused]] ssize_t written = write(STDERR_FILENO, message.text, message.length);
         std::abort();
     }

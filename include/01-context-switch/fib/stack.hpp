@@ -1,11 +1,20 @@
-// stack.hpp — lesson 1: a stack for a context, mmap'ed with a guard page below it.
+// stack.hpp — lesson 1: a stack for a context, mmap'ed with a guard region below it.
 //
 //   high addresses   +------------------+  <- top()
 //                    |  usable stack    |  grows down
 //                    |  (size() bytes)  |
 //                    +------------------+  <- bottom()
-//                    |  guard page      |  touching it is SIGSEGV
+//                    |  guard region    |  touching it is SIGSEGV
+//                    |  (kGuardSize)    |
 //   low addresses    +------------------+  <- the mapping starts here
+//
+// The guard is 64 KiB, not one page. A function whose frame is bigger than a
+// page, compiled without -fstack-clash-protection (the default for most user
+// code), moves rsp down by its whole frame at once and writes there first:
+// from near the bottom of the stack it would land below a one-page guard, in
+// whatever mapping lies there, such as the stack of another context. Untouched
+// guard pages cost no memory, and with Linux 6.13's guard regions no kernel
+// mapping either (see stack.cpp).
 //
 // Pages are only backed by memory once touched, so a 64 KiB stack that uses
 // 2 KiB costs one or two pages of RAM. Owns its mapping (RAII, move-only).
@@ -19,9 +28,10 @@ namespace fib {
 class Stack {
 public:
     static constexpr std::size_t kDefaultSize = 64 * 1024;
+    static constexpr std::size_t kGuardSize = 64 * 1024;  // below every stack
 
     Stack() = default;  // no stack; only good to be moved into
-    // Maps `usable_size` bytes (rounded up to whole pages) plus one guard page.
+    // Maps `usable_size` bytes (rounded up to whole pages) plus the guard region.
     // Throws std::system_error if the kernel refuses the mapping.
     explicit Stack(std::size_t usable_size);
     ~Stack() {
@@ -50,7 +60,7 @@ public:
 private:
     void unmap();
 
-    char* bottom_ = nullptr;  // the mapping starts one guard page below
+    char* bottom_ = nullptr;  // the mapping starts kGuardSize below
     std::size_t size_ = 0;
 };
 

@@ -1,9 +1,10 @@
 // overflow_guard.hpp — lesson 2: turning a fiber's stack overflow into a clear message.
 //
-// A fiber that overflows its stack touches the PROT_NONE guard page below it and
-// gets SIGSEGV. The handler cannot run on the overflowed stack (it is full), so
-// it runs on an alternate signal stack (sigaltstack). If the fault address is in
-// the running fiber's guard page, it prints
+// A fiber that overflows its stack touches the guard region below it and gets
+// SIGSEGV. The handler cannot run on the overflowed stack (it is full), so it
+// runs on an alternate signal stack (sigaltstack). If the fault address is in
+// the running fiber's guard, or the fiber's stack pointer is already below its
+// stack (a frame bigger than the guard), it prints
 //   fib: fatal: stack overflow in fiber 3 (parser): its stack is 65536 bytes ...
 // and aborts. Any other fault is handed back to the handler that was there
 // before (the default one, or a sanitizer's), so real crashes stay real.
