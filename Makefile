@@ -275,7 +275,8 @@ $(foreach n,$(LESSONS),$(if $(filter echo_server,$(call stage_programs,$(n))),$(
 
 # ---- Top-level targets ----------------------------------------------------------------------
 # `make test` checks the tree's layering, proves every stage on its own (stage N runs the
-# tests of lessons 1..N), then checks that no binary got an executable stack.
+# tests of lessons 1..N), then checks that no binary got an executable stack and what the
+# assembly tells unwinders and CET.
 test: check-tree $(addprefix test-lesson,$(LESSONS))
 	@$(MAKE) --no-print-directory check-stack
 
@@ -289,6 +290,8 @@ check-tree:
 check-stack: all
 	@scripts/check-gnu-stack.sh $(wildcard $(OUT)/lesson*/demo $(OUT)/lesson*/tests) \
 	    $(foreach n,$(LESSONS),$(addprefix $(OUT)/lesson$(n)/,$(call stage_programs,$(n))))
+	@scripts/check-asm.py $(OUT)/lesson$(LAST_LESSON)/obj/asm/$(DIR_1)/switch_context.o \
+	    $(filter-out %/switch_context.o,$(call objects,$(LAST_LESSON),$(filter %.S,$(call stage_lib,$(LAST_LESSON)))))
 
 # gdb's `bt` inside a fiber must end at context_trampoline (skipped without gdb).
 check-backtrace: lesson2
@@ -344,7 +347,8 @@ help:
 	@echo "                      (make -j2: about 45 s)"
 	@echo "make bench            bench-lesson$(LAST_LESSON): the whole table (about 40 s)"
 	@echo "make bench-echo       bench-echo-lesson$(LAST_LESSON) (about 2 min)"
-	@echo "make check-stack      check that no built binary has an executable stack"
+	@echo "make check-stack      check that no built binary has an executable stack, and the"
+	@echo "                      assembly's CET note and unwind rows (scripts/check-asm.py)"
 	@echo "make check-backtrace  check that gdb's bt inside a fiber ends at the trampoline"
 	@echo "make check-echo-server  echo a line through each stage's echo_server, stop it with SIGINT"
 	@echo "make clean            remove build/"

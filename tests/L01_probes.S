@@ -116,5 +116,6 @@ probe_entry_passing_rsp:
     .cfi_endproc
     .size   probe_entry_passing_rsp, .-probe_entry_passing_rsp
 
-// No executable stack for the test binary.
+// No executable stack for the test binary; IBT, not shadow stacks (gnu_property.h).
     .section .note.GNU-stack, "", @progbits
+#include "fib/gnu_property.h"

@@ -24,4 +24,6 @@ context_trampoline:
     .cfi_endproc
     .size   context_trampoline, .-context_trampoline
 
+// No executable stack; IBT, not shadow stacks (gnu_property.h).
     .section .note.GNU-stack, "", @progbits
+#include "fib/gnu_property.h"

@@ -11,6 +11,10 @@
 //
 // Caller-saved registers are not saved: the caller already treats them as lost
 // across any call. The red zone below rsp is dead across a call, too.
+//
+// CET: IBT yes (endbr64 at both entry points; gnu_property.h says so), shadow
+// stacks no: a context resumes with a `ret` to a return address on its own
+// stack, which the shadow stack of the thread does not hold.
 #include "fib/context_layout.h"
 
     .text
@@ -35,8 +39,12 @@ switch_context:
     stmxcsr CTX_MXCSR(%rdi)
     fnstcw  CTX_X87CW(%rdi)
 
-    // 2. Switch stacks: from here on we run on the stack of *to.
+    // 2. Switch stacks: from here on we run on the stack of *to. Until the jump,
+    // no frame below us describes this code (a fresh context's stack holds no
+    // return address at all), so tell an unwinder that lands here, a profiler's
+    // say, that there is nothing further to unwind.
     movq    CTX_RSP(%rsi), %rsp
+    .cfi_undefined rip
 
     // 3. Load the rest of *to and jump to where it resumes, arg in rdi.
     movq    CTX_RBX(%rsi), %rbx
@@ -53,10 +61,12 @@ switch_context:
     // A saved context resumes here, by an indirect jump (hence endbr64), and
     // returns to whoever called switch_context on its behalf long ago.
 .Lresume:
+    .cfi_restore rip                // the caller's return address, at rsp again
     endbr64
     ret
     .cfi_endproc
     .size   switch_context, .-switch_context
 
-// No executable stack for any binary that links this file.
+// No executable stack for any binary that links this file; IBT, not shadow stacks.
     .section .note.GNU-stack, "", @progbits
+#include "fib/gnu_property.h"

@@ -85,5 +85,6 @@ SWITCH_ROUTINE switch_context_fs_syscall,    LOAD_FS_SYSCALL, NO_LOAD
 SWITCH_ROUTINE switch_context_gs_syscall,    NO_LOAD,         LOAD_GS_SYSCALL
 SWITCH_ROUTINE switch_context_fs_gs_syscall, LOAD_FS_SYSCALL, LOAD_GS_SYSCALL
 
-// No executable stack for any binary that links this file.
+// No executable stack for any binary that links this file; IBT, not shadow stacks.
     .section .note.GNU-stack, "", @progbits
+#include "fib/gnu_property.h"
