@@ -2,9 +2,11 @@
 // detach, wait_for_all), argument passing, the stack pool's accounting, and the IntrusiveList
 // that the ready queue is built on.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -195,6 +197,43 @@ TEST(L02_Manager, HundredThousandFibersInRoundsReuseThePeakNumberOfStacks) {
     EXPECT_EQ(stats.records, 0u);
     EXPECT_EQ(stats.stacks_created, 1000u);
     EXPECT_EQ(stats.stacks_pooled, stats.stacks_created);
+}
+
+// The process's resident memory, from /proc/self/statm.
+long resident_bytes() {
+    std::ifstream statm("/proc/self/statm");
+    long size = 0, resident = 0;
+    statm >> size >> resident;
+    return resident * ::sysconf(_SC_PAGESIZE);
+}
+
+// 4,000 fibers alive at once, each with 16 KiB of its stack in use, then all ended: the pool
+// keeps the 4,000 stacks, but beyond its 64 warm ones each gives its pages back, once, and the
+// process's memory comes back down. (Not under ASan, whose shadow of the stacks stays.)
+TEST(L02_Manager, AfterABurstThePoolGivesTheColdStacksPagesBack) {
+    constexpr long kBurst = 4000;
+    fib::FiberManager manager;
+    const long before = resident_bytes();
+    bool release = false;
+    std::vector<fib::Fiber> fibers;
+    for (long i = 0; i < kBurst; ++i)
+        fibers.emplace_back([&release] {
+            volatile char used[16 * 1024];
+            for (std::size_t at = 0; at < sizeof used; at += 4096) used[at] = 1;
+            while (!release) fib::this_fiber::yield();
+            used[0] = 2;
+        });
+    fib::this_fiber::yield();  // every fiber has run once and touched its 16 KiB
+    const long during = resident_bytes();
+    release = true;
+    for (fib::Fiber& fiber : fibers) fiber.join();
+    const fib::ManagerStats stats = manager.stats();
+    EXPECT_EQ(stats.stacks_pooled, static_cast<std::size_t>(kBurst));
+    EXPECT_EQ(stats.stacks_trimmed, static_cast<std::size_t>(kBurst) - fib::StackPool::kWarm);
+#if !defined(__SANITIZE_ADDRESS__)
+    EXPECT_GT(during - before, kBurst * 16 * 1024);  // the burst's pages were resident
+    EXPECT_LT(resident_bytes() - before, 16L * 1024 * 1024);  // and are mostly gone
+#endif
 }
 
 TEST(L02_Manager, FiberWithA256KiBStackCanUse200KiBOfIt) {

@@ -3,6 +3,9 @@
 // spun on, and the backends are named. Lesson 4's Waiter, io and echo suites also run against
 // both backends (make test-lesson5 runs them with epoll, then with FIB_BACKEND=poll).
 #include <gtest/gtest.h>
+#include <cstdlib>
+#include <csignal>
+#include <sys/wait.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -118,6 +121,31 @@ TEST(L05_Epoll, AReportForAForgottenFdDoesNotReachTheNewFileWithItsNumber) {
     EXPECT_EQ(first_revents, POLLNVAL);
     EXPECT_EQ(second_revents, POLLIN);
     EXPECT_EQ(order, (std::vector<const char*>{"written", "woken"}));
+}
+
+// After fork() the child shares the parent's epoll instance. A child that goes on using the
+// parent's epoll Waiter stops with a message; the parent's own Waiter is untouched.
+int child_uses_the_parents_waiter() {
+    fib::FiberManager manager;
+    fib::Waiter waiter("epoll");
+    Pair pipe = make_fds();
+    fib::Fiber reader([&] { waiter.wait(pipe.first.get(), POLLIN); });
+    fib::this_fiber::yield();  // the reader waits; the Waiter's fiber is queued
+    const pid_t child = ::fork();
+    if (child == 0) {
+        fib::this_fiber::yield();  // the child's copy of the Waiter asks the kernel
+        std::_Exit(0);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    [[maybe_unused]] ssize_t written = ::write(pipe.second.get(), "p", 1);
+    reader.join();  // the parent's Waiter still works
+    return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT ? 0 : 1;
+}
+
+TEST(L05_EpollDeathTest, AChildProcessThatUsesItsParentsEpollWaiterStops) {
+    EXPECT_EXIT(std::exit(child_uses_the_parents_waiter()), ::testing::ExitedWithCode(0),
+                "fib: fatal: an epoll Waiter made before fork\\(\\) was used in the child process");
 }
 
 // Pipe A turns readable and its reader wakes but never reads, nor waits again: A stays

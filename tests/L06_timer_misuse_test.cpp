@@ -16,6 +16,7 @@
 #include "L04_waiter_harness.hpp"
 #include "fib/condvar.hpp"
 #include "fib/fiber.hpp"
+#include "fib/io.hpp"
 #include "fib/timer.hpp"
 #include "fib/wait_any.hpp"
 #include "fib/waiter.hpp"
@@ -72,11 +73,29 @@ void two_fibers_wait_any_on_one_fd() {
     first.join();
 }
 
-// Nothing to wait for and no deadline: nothing can ever wake main.
+// Nothing to wait for and no deadline: nothing can ever wake main. Another fiber waits on a
+// pipe nobody writes, so no deadlock report could come either: the thread would sleep in the
+// kernel for ever (the alarm bounds it if the call does not stop at once).
 void wait_any_on_nothing_for_ever() {
     fib::FiberManager manager;
     fib::Waiter waiter;
+    Pair pipe = make_fds();
+    fib::Fiber([&] { fib::io::wait(pipe.first.get(), POLLIN); }).detach();
+    fib::this_fiber::yield();
+    ::alarm(5);
     fib::wait_any(std::span<const fib::Source>());
+}
+
+// A timer's on_expire runs on the Waiter's own fiber; if it sleeps there, nobody is left to
+// ask the kernel anything.
+void sleep_on_the_waiters_fiber() {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    using namespace std::chrono_literals;
+    fib::Timer timer{fib::Clock::now(), manager.running()};
+    timer.on_expire = [](fib::Timer&) { fib::sleep_for(1ms); };
+    fib::TimerHeap::of_this_thread().add(timer);
+    manager.park(fib::WaitSite{"a timer", nullptr, nullptr});
 }
 
 void add_a_timer_twice() {
@@ -141,11 +160,16 @@ TEST(L06_WaitAnyMisuseDeathTest, TwoFibersWaitingOnOneFdStopsNamingBoth) {
                  "\\(first\\) already waits to read; one fiber per direction per fd");
 }
 
-TEST(L06_WaitAnyMisuseDeathTest, WaitAnyOnNothingWithNoTimeoutIsReportedAsADeadlock) {
+TEST(L06_WaitAnyMisuseDeathTest, WaitAnyOnNothingWithNoTimeoutStopsAtOnce) {
     EXPECT_DEATH(wait_any_on_nothing_for_ever(),
-                 "fib: deadlock: no fiber is ready to run, and these are blocked:\n"
-                 "  fiber 0 \\(main\\): in wait_any\n"
-                 "fib: fatal: deadlock");
+                 "fib: fatal: fiber 0 \\(main\\) called wait_any\\(\\) with no source and no "
+                 "timeout: nothing could ever wake it");
+}
+
+TEST(L06_TimerMisuseDeathTest, SleepingOnTheWaitersOwnFiberStops) {
+    EXPECT_DEATH(sleep_on_the_waiters_fiber(),
+                 "fib: fatal: the Waiter's own fiber set a timer; it would sleep with nobody left "
+                 "to wake it");
 }
 
 // ---- The longest timeout. Clock::duration::max() is the natural "no real limit": a sleep must

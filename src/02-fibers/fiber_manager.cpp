@@ -96,6 +96,7 @@ ManagerStats FiberManager::stats() const {
     stats.records = all_.size() - 1;
     stats.stacks_created = stacks_.created();
     stats.stacks_pooled = stacks_.pooled();
+    stats.stacks_trimmed = stacks_.trimmed();
     return stats;
 }
 

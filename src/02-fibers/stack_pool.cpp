@@ -2,6 +2,7 @@
 #include "fib/stack_pool.hpp"
 
 #include <sanitizer/asan_interface.h>
+#include <sys/mman.h>
 
 #include <utility>
 
@@ -11,6 +12,7 @@ Stack StackPool::take(std::size_t size) {
     if (size <= pooled_size_ && !free_.empty()) {
         Stack stack = std::move(free_.back());
         free_.pop_back();
+        if (trimmed_ > free_.size()) trimmed_ = free_.size();
         return stack;
     }
     ++created_;
@@ -24,6 +26,12 @@ void StackPool::give_back(Stack stack) {
     // without ASan).
     ASAN_UNPOISON_MEMORY_REGION(stack.bottom(), stack.size());
     free_.push_back(std::move(stack));
+    // The coldest stack beyond the warm ones gives its pages back, once.
+    while (free_.size() - trimmed_ > kWarm) {
+        const Stack& cold = free_[trimmed_++];
+        madvise(cold.bottom(), cold.size(), MADV_DONTNEED);
+        ++trimmed_total_;
+    }
 }
 
 }  // namespace fib

@@ -2,9 +2,11 @@
 #include "fib/epoll_poller.hpp"
 
 #include <poll.h>
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -22,9 +24,24 @@ static_assert(EPOLLIN == POLLIN && EPOLLOUT == POLLOUT && EPOLLPRI == POLLPRI &&
 constexpr short kAlwaysReported = POLLERR | POLLHUP;
 constexpr int kBatch = 256;  // events taken per epoll_wait
 
+// How many times this process has been forked into a child: an epoll
+// instance is shared by the parent and the child after fork(), interest set
+// and all, so a Poller made before the last fork must not be used in the
+// child. pthread_atfork counts, in the child only; the check is a load.
+std::atomic<unsigned> forks_seen{0};
+
+unsigned forks_so_far() {
+    static const bool counting = [] {
+        pthread_atfork(nullptr, nullptr, [] { forks_seen.fetch_add(1, std::memory_order_relaxed); });
+        return true;
+    }();
+    (void)counting;
+    return forks_seen.load(std::memory_order_relaxed);
+}
+
 class EpollPoller final : public Poller {
 public:
-    EpollPoller() : epoll_(::epoll_create1(EPOLL_CLOEXEC)) {
+    EpollPoller() : epoll_(::epoll_create1(EPOLL_CLOEXEC)), forks_(forks_so_far()) {
         if (!epoll_) fatal("epoll_create1 failed: %s", std::strerror(errno));
     }
 
@@ -51,6 +68,10 @@ public:
     }
 
     void wait(int timeout_ms, std::vector<PollEvent>& ready) override {
+        if (forks_so_far() != forks_)
+            fatal("an epoll Waiter made before fork() was used in the child process: parent and "
+                  "child share its epoll instance; a child must make its own FiberManager and "
+                  "Waiter, or exec");
         if (!synthetic_.empty()) {
             // A report made for a registration that forget() has since ended is
             // stale: the number may name another file by now.
@@ -138,6 +159,7 @@ private:
     }
 
     UniqueFd epoll_;
+    unsigned forks_;  // forks_so_far() when made
     std::vector<FdState> states_;          // indexed by fd
     std::vector<Synthetic> synthetic_;     // to report at the next wait (EBADF, EPERM)
     epoll_event events_[kBatch];

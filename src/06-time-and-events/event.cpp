@@ -18,12 +18,17 @@ Event::Event() : eventfd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
     if (!eventfd_) throw std::system_error(errno, std::generic_category(), "eventfd for an Event");
 }
 
-// The counter only grows by 1 per set, so it cannot overflow in practice;
-// write(2) is async-signal-safe, so set() may run in a signal handler.
+// write(2) is async-signal-safe, so set() may run in a signal handler. A
+// handler must leave errno as it found it (the code it interrupted may be
+// about to read errno), and a failed write sets it: say, EAGAIN when the
+// counter is full (set 2^64 - 2 times without a wait). Then the Event is
+// signaled anyway, which is all a set promises.
 void Event::set() {
+    const int saved_errno = errno;
     const std::uint64_t one = 1;
     while (::write(eventfd_.get(), &one, sizeof one) < 0 && errno == EINTR) {
     }
+    errno = saved_errno;
 }
 
 // Reading an eventfd returns its counter and sets it to 0: signaled -> not.

@@ -42,6 +42,10 @@ void TimerHeap::sift_down(std::size_t index) {
 
 void TimerHeap::add(Timer& timer) {
     if (timer.index != Timer::kNotSet) fatal("a Timer was added to the heap twice");
+    // A timer's on_expire runs on the Waiter's fiber: a sleep there would leave
+    // nobody to ask the kernel, or to expire the timer.
+    if (timer.fiber == waiter_.self_)
+        fatal("the Waiter's own fiber set a timer; it would sleep with nobody left to wake it");
     timer.expired = false;
     timer.order = next_order_++;
     heap_.push_back(&timer);

@@ -18,6 +18,9 @@ Ready wait_any_until(std::span<const Source> sources, const Clock::time_point* d
                      const char* operation) {
     Waiter& waiter = Waiter::of_this_thread(operation);
     FiberRecord* self = FiberManager::current()->running();
+    if (sources.empty() && !deadline)
+        fatal("%s called wait_any() with no source and no timeout: nothing could ever wake it",
+              label(*self).text);
     if (sources.size() > kMaxSources)
         fatal("%s called wait_any() with %zu sources; at most %zu", label(*self).text, sources.size(),
               kMaxSources);

@@ -7,6 +7,9 @@
 //   fiber_rss          100,000 fibers blocked at once: growth of this process's
 //                      RSS, divided by 100,000 (a fiber touches only the top of
 //                      its stack)
+//   rss_after_burst    once those 100,000 fibers have ended: what is left of that
+//                      growth, in bytes (the pool keeps every stack, but only its
+//                      warm ones keep their pages)
 #include <fstream>
 #include <string>
 #include <thread>
@@ -53,16 +56,18 @@ long count_lines(const char* path) {
     return lines;
 }
 
-// One repetition, in a fresh manager so the stacks are new mappings.
-double rss_per_blocked_fiber(long* mappings) {
+// One repetition, in a fresh manager so the stacks are new mappings: RSS per
+// blocked fiber, and (in *left_after) the growth left once they have all ended.
+double rss_per_blocked_fiber(long* mappings, double* left_after) {
     fib::FiberManager manager;
     const long before = resident_bytes();
-    const long after = while_fibers_blocked(manager, kFibers, [mappings] {
+    const long during = while_fibers_blocked(manager, kFibers, [mappings] {
         const long resident = resident_bytes();
         *mappings = count_lines("/proc/self/maps");
         return resident;
     });
-    return static_cast<double>(after - before) / kFibers;
+    *left_after = static_cast<double>(resident_bytes() - before);
+    return static_cast<double>(during - before) / kFibers;
 }
 
 void manager_costs(std::vector<Figure>& figures) {
@@ -76,15 +81,24 @@ void manager_costs(std::vector<Figure>& figures) {
     compare(spawn, "faster than thread_spawn_join", "thread_spawn_join_speedup",
             thread.value.median / spawn.value.median);
 
-    std::vector<double> per_fiber;
+    std::vector<double> per_fiber, left_after;
     long mappings = 0;
-    for (int i = 0; i < kMemoryRepetitions; ++i) per_fiber.push_back(rss_per_blocked_fiber(&mappings));
+    for (int i = 0; i < kMemoryRepetitions; ++i) {
+        double left = 0;
+        per_fiber.push_back(rss_per_blocked_fiber(&mappings, &left));
+        left_after.push_back(left);
+    }
     Figure fiber{"fiber_rss", summarize(per_fiber), "bytes"};
     fiber.repetitions = kMemoryRepetitions;
     fiber.compared = std::to_string(kFibers) + " fibers blocked at once; " + std::to_string(mappings) +
                      " kernel mappings in all";
     fiber.result_extra = " fibers=" + std::to_string(kFibers) + " mappings=" + std::to_string(mappings);
-    for (Figure* figure : {&yield, &spawn, &thread, &fiber}) figures.push_back(*figure);
+    Figure burst{"rss_after_burst", summarize(left_after), "bytes"};
+    burst.repetitions = kMemoryRepetitions;
+    burst.compared = "after those " + std::to_string(kFibers) + " fibers ended; " +
+                     std::to_string(fib::StackPool::kWarm) + " warm stacks keep their pages";
+    burst.result_extra = " fibers=" + std::to_string(kFibers);
+    for (Figure* figure : {&yield, &spawn, &thread, &fiber, &burst}) figures.push_back(*figure);
 }
 
 [[maybe_unused]] const bool registered[] = {

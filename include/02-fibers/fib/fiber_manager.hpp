@@ -35,6 +35,7 @@ struct ManagerStats {
     std::size_t records = 0;         // fiber records not yet released (main not counted)
     std::size_t stacks_created = 0;  // stacks ever mapped
     std::size_t stacks_pooled = 0;   // stacks waiting in the pool
+    std::size_t stacks_trimmed = 0;  // times a pooled stack gave its pages back
 };
 
 class FiberManager {

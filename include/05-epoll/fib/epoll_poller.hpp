@@ -14,6 +14,10 @@
 // - Every registration carries the fd and a generation number; forget()
 //   (io::close) bumps the generation, so an event for a closed fd can never
 //   wake a fiber waiting on a new fd that reuses the number.
+// - After fork(), parent and child share the epoll instance: registrations
+//   one makes show in the other, and an event wakes whichever waits first. So
+//   a child may not use a Waiter its parent made: it stops with a message.
+//   (poll keeps its list in the process's own memory: a child's copy is its own.)
 #pragma once
 
 #include <cstdint>
