@@ -166,7 +166,7 @@ stage_files = $(call stage_lib,$(1)) $(call stage_headers,$(1)) \
 objects = $(addprefix $(OUT)/lesson$(1)/obj/,$(addsuffix .o,$(basename $(2))))
 
 .PHONY: all programs help run test bench bench-echo check-stack check-backtrace check-echo-server \
-        check-tree gtest-check clean print-lessons
+        check-tree gtest-check clean print-lessons FORCE
 all: $(addprefix lesson,$(LESSONS))
 
 # ---- One stage: library, demo, programs, tests, bench, layer check --------------------------
@@ -192,15 +192,23 @@ $(foreach f,$(call collect,$(1),FLAGS),$(call objects,$(1),$(firstword $(subst =
 )
 $(OUT)/lesson$(1)/lib%.so: CPPFLAGS += $(call stage_include,$(1))
 
-$(OUT)/lesson$(1)/obj/%.o: %.cpp
+# The names of stage N's headers, rewritten only when they change. Every object of the
+# stage depends on it: a header added to the tree (a later lesson's replacement of an
+# earlier one, say) changes which file an #include finds, which the compiler's own
+# dependency lists cannot know, so the whole stage is rebuilt.
+$(OUT)/lesson$(1)/headers.list: FORCE
+	@mkdir -p $$(@D)
+	@echo "$(call stage_headers,$(1))" | cmp -s - $$@ || echo "$(call stage_headers,$(1))" > $$@
+
+$(OUT)/lesson$(1)/obj/%.o: %.cpp $(OUT)/lesson$(1)/headers.list
 	@mkdir -p $$(@D)
 	$$(CXX) $$(CPPFLAGS) $$(CXXFLAGS) -c $$< -o $$@
 
-$(OUT)/lesson$(1)/obj/%.o: %.S
+$(OUT)/lesson$(1)/obj/%.o: %.S $(OUT)/lesson$(1)/headers.list
 	@mkdir -p $$(@D)
 	$$(CXX) $$(CPPFLAGS) $$(CXXFLAGS) -c $$< -o $$@
 
-$(OUT)/lesson$(1)/lib%.so: tests/%.cpp
+$(OUT)/lesson$(1)/lib%.so: tests/%.cpp $(OUT)/lesson$(1)/headers.list
 	$$(CXX) $$(CPPFLAGS) $$(CXXFLAGS) -fPIC -shared $$< -o $$@
 
 $(OUT)/lesson$(1)/libfib.a: $$(LIB_OBJS_$(1))

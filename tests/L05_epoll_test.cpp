@@ -123,6 +123,63 @@ TEST(L05_Epoll, AReportForAForgottenFdDoesNotReachTheNewFileWithItsNumber) {
     EXPECT_EQ(order, (std::vector<const char*>{"written", "woken"}));
 }
 
+// A bare close() of a number the Waiter has seen breaks its contract (close through io::close
+// or UniqueFd), and the kernel drops the epoll registration with the file while the Waiter
+// still counts it as made. A new file that gets the number, waited on for the same events,
+// must still wake its fiber: the backend re-arms a registration that sat idle before it
+// relies on it again. Here the Waiter's fiber has stopped in between (nobody waited).
+TEST(L05_Epoll, AFdClosedBehindTheWaitersBackAndReusedStillWakesItsNewWaiter) {
+    fib::FiberManager manager;
+    fib::Waiter waiter("epoll");
+    Pair old_pipe = make_fds();
+    const int number = old_pipe.first.get();
+    fib::Fiber first([&] { waiter.wait(number, POLLIN); });
+    ASSERT_EQ(::write(old_pipe.second.get(), "o", 1), 1);
+    first.join();
+    manager.wait_for_all();  // nobody waits: the Waiter's fiber has ended
+    ::close(old_pipe.first.release());  // behind the Waiter's back
+    Pair new_pipe = make_fds();
+    ASSERT_EQ(new_pipe.first.get(), number);
+    std::thread writer([&] {
+        while (waiter.stats().waiting == 0) std::this_thread::yield();  // (read racily: a count)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        if (::write(new_pipe.second.get(), "n", 1) != 1) ADD_FAILURE() << "write failed";
+    });
+    short revents = 0;
+    fib::Fiber second([&] { revents = waiter.wait(number, POLLIN); });
+    second.join();
+    writer.join();
+    EXPECT_EQ(revents, POLLIN);
+}
+
+// The same while the Waiter keeps running, busy with another fd: the old registration sat
+// idle through an epoll_wait before the new wait came.
+TEST(L05_Epoll, AFdClosedBehindTheRunningWaitersBackAndReusedStillWakesItsNewWaiter) {
+    fib::FiberManager manager;
+    fib::Waiter waiter("epoll");
+    Pair busy = make_fds(), old_pipe = make_fds();
+    fib::Fiber keeper([&] { waiter.wait(busy.first.get(), POLLIN); });  // keeps the Waiter going
+    const int number = old_pipe.first.get();
+    fib::Fiber first([&] {
+        char byte;  // read, so that the old file is no longer readable: nothing narrows it
+        EXPECT_EQ(fib::io::read(number, &byte, 1), 1);
+    });
+    fib::this_fiber::yield();  // first waits on the empty pipe
+    ASSERT_EQ(::write(old_pipe.second.get(), "o", 1), 1);
+    first.join();
+    for (int i = 0; i < 3; ++i) fib::this_fiber::yield();  // the Waiter polls meanwhile
+    ::close(old_pipe.first.release());
+    Pair new_pipe = make_fds();
+    ASSERT_EQ(new_pipe.first.get(), number);
+    ASSERT_EQ(::write(new_pipe.second.get(), "n", 1), 1);
+    short revents = 0;
+    fib::Fiber second([&] { revents = waiter.wait(number, POLLIN); });
+    second.join();
+    EXPECT_EQ(revents, POLLIN);
+    ASSERT_EQ(::write(busy.second.get(), "b", 1), 1);
+    keeper.join();
+}
+
 // After fork() the child shares the parent's epoll instance. A child that goes on using the
 // parent's epoll Waiter stops with a message; the parent's own Waiter is untouched.
 int child_uses_the_parents_waiter() {

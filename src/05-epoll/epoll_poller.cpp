@@ -48,13 +48,28 @@ public:
     const char* name() const override { return "epoll"; }
 
     // Only a wider interest needs a system call; a narrower one waits until
-    // an unwanted event shows it matters (see wait()).
+    // an unwanted event shows it matters (see wait()). One case more: a wait
+    // on an fd whose registration sat idle (nobody waited on it) through an
+    // epoll_wait, or through a stop of the Waiter's fiber. Its file may have
+    // been closed behind the Waiter's back (a bare close(), not io::close) and
+    // the number reused: the kernel dropped that registration with the file,
+    // and relying on it would leave the new waiter asleep for ever. So it is
+    // re-armed first (EPOLL_CTL_MOD), which fails with ENOENT for a file the
+    // kernel no longer knows (see control()). A fiber that waits again at
+    // once, as the echo loop does, makes no such call.
     void watch(int fd, short events) override {
         FdState& state = state_of(fd);
+        const bool was_idle = state.wanted == 0;
         state.wanted = events;
         const short missing = static_cast<short>(events & ~state.registered);
-        if (missing) control(fd, state, static_cast<short>(state.registered | events));
+        if (missing)
+            control(fd, state, static_cast<short>(state.registered | events));
+        else if (events && was_idle && state.registered && state.idle_since != epochs_)
+            control(fd, state, state.registered);
+        if (events == 0) state.idle_since = epochs_;
     }
+
+    void stopped() override { ++epochs_; }
 
     void forget(int fd) override {
         if (static_cast<std::size_t>(fd) >= states_.size()) return;
@@ -80,6 +95,7 @@ public:
             synthetic_.clear();
             timeout_ms = 0;  // report those at once, with whatever else is ready
         }
+        ++epochs_;
         const int count = ::epoll_wait(epoll_.get(), events_, kBatch, timeout_ms);
         if (count < 0) {
             if (errno == EINTR) return;
@@ -102,6 +118,7 @@ private:
         short wanted = 0;      // what the Waiter's fibers wait for now
         short registered = 0;  // what the kernel watches (0: not in the set)
         std::uint32_t generation = 0;
+        std::uint64_t idle_since = 0;  // epochs_ when nobody waited on it any more
     };
 
     FdState& state_of(int fd) {
@@ -160,6 +177,7 @@ private:
 
     UniqueFd epoll_;
     unsigned forks_;  // forks_so_far() when made
+    std::uint64_t epochs_ = 0;  // epoll_waits made and Waiter stops seen
     std::vector<FdState> states_;          // indexed by fd
     std::vector<Synthetic> synthetic_;     // to report at the next wait (EBADF, EPERM)
     epoll_event events_[kBatch];

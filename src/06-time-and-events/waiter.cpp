@@ -1,20 +1,13 @@
-// waiter.cpp — lesson 6: lesson 4's Waiter loop, which now also blocks until the nearest deadline.
+// waiter.cpp — lesson 6: the Waiter loop of lessons 4 and 5, which now also blocks until the nearest deadline.
 //
-// Replaces lesson 4's waiter.cpp from stage 6 on: the loop expires timers,
-// blocks no longer than the nearest deadline, runs while a deadline is set;
-// a fiber that something else already woke is not woken again; and unwatch().
+// Replaces lesson 5's waiter.cpp (lesson 4's, which tells the Poller when the
+// fiber stops) from stage 6 on: the loop expires timers, blocks no longer than
+// the nearest deadline, and runs while a deadline is set.
 #include "fib/waiter.hpp"
 
 #include "fib/fatal.hpp"
 
 namespace fib {
-namespace {
-
-constexpr short kReadEvents = POLLIN | POLLPRI | POLLRDHUP;
-constexpr short kWriteEvents = POLLOUT;
-
-}  // namespace
-
 // The Waiter of this thread, for the I/O helpers (io.hpp) to find, is kept in
 // the thread's FiberManager.
 Waiter* Waiter::current() noexcept {
@@ -62,6 +55,7 @@ void Waiter::run() {
     }
     self_ = nullptr;
     started_ = false;
+    poller_->stopped();
 }
 
 // A wait was registered: make sure the Waiter's fiber is there to serve it.
@@ -83,98 +77,6 @@ bool Waiter::has_work() const {
 int Waiter::blocking_timeout() {
     if (timers_.pending()) return timers_.timeout_ms();
     return -1;
-}
-
-// For each ready fd, in the order the Poller reports them: wake the reader
-// and the writer its revents are for, then tell the Poller what is still
-// wanted on it.
-void Waiter::wake_ready() {
-    for (const PollEvent& event : ready_) {
-        FdWaiters& fd = by_fd_[event.fd];
-        wake_if_ready(fd, fd.reader, event.revents);
-        wake_if_ready(fd, fd.writer, event.revents);
-        poller_->watch(event.fd, fd.events());
-    }
-}
-
-// Errors and hang-ups concern both directions; POLLIN and POLLOUT only theirs.
-// A fiber that waited both ways holds both slots and is woken once. A fiber
-// that something else has already woken (another of its fds, or its deadline)
-// is not Blocked any more: it only learns the revents.
-void Waiter::wake_if_ready(FdWaiters& fd, Waiting* waiting, short revents) {
-    if (!waiting) return;
-    const short mine = static_cast<short>(revents & (waiting->events | POLLERR | POLLHUP | POLLNVAL));
-    if (!mine) return;
-    waiting->revents = mine;
-    if (fd.reader == waiting) fd.reader = nullptr;
-    if (fd.writer == waiting) fd.writer = nullptr;
-    --stats_.waiting;
-    if (waiting->fiber->state != FiberState::Blocked) return;
-    ++stats_.wakeups;
-    manager_.wake(waiting->fiber);
-}
-
-short Waiter::wait(int fd, short events) {
-    Waiting waiting{fd, events, 0, manager_.running()};
-    watch(waiting);
-    manager_.park(WaitSite{events & kWriteEvents ? "Waiter::wait (write)" : "Waiter::wait (read)",
-                           nullptr, nullptr});
-    return waiting.revents;
-}
-
-void Waiter::watch(Waiting& waiting) {
-    if (FiberManager::current() != &manager_)
-        fatal("Waiter::wait() was called from a thread that is not its manager's");
-    FiberRecord* self = waiting.fiber;
-    if (self == self_) fatal("the Waiter's own fiber called Waiter::wait()");
-    const int fd = waiting.fd;
-    const short events = waiting.events;
-    if (fd < 0 || events == 0 || (events & ~(kReadEvents | kWriteEvents)) != 0)
-        fatal("%s called Waiter::wait(fd %d, events 0x%x): need fd >= 0 and events from POLLIN, "
-              "POLLPRI, POLLRDHUP, POLLOUT",
-              label(*self).text, fd, static_cast<unsigned>(events));
-    FdWaiters& waiters = waiters_of(fd);
-    const bool reads = events & kReadEvents, writes = events & kWriteEvents;
-    Waiting* taken = nullptr;
-    if (reads && waiters.reader)
-        taken = waiters.reader;
-    else if (writes && waiters.writer)
-        taken = waiters.writer;
-    if (taken) {
-        const char* verb = taken == waiters.reader ? "read" : "write";
-        fatal("%s waits to %s fd %d, which %s already waits to %s; one fiber per direction per fd",
-              label(*self).text, verb, fd, label(*taken->fiber).text, verb);
-    }
-    waiting.revents = 0;
-    if (reads) waiters.reader = &waiting;
-    if (writes) waiters.writer = &waiting;
-    poller_->watch(fd, waiters.events());
-    ++stats_.waiting;
-    start_if_stopped();
-}
-
-// A registration that fired is already gone; one that did not leaves its
-// slots, and the Poller is told what is still wanted on the fd.
-void Waiter::unwatch(Waiting& waiting) {
-    FdWaiters& waiters = waiters_of(waiting.fd);
-    if (waiters.reader != &waiting && waiters.writer != &waiting) return;
-    if (waiters.reader == &waiting) waiters.reader = nullptr;
-    if (waiters.writer == &waiting) waiters.writer = nullptr;
-    poller_->watch(waiting.fd, waiters.events());
-    --stats_.waiting;
-}
-
-void Waiter::forget(int fd) {
-    if (fd < 0) return;
-    FdWaiters& waiters = waiters_of(fd);
-    wake_if_ready(waiters, waiters.reader, POLLNVAL);
-    wake_if_ready(waiters, waiters.writer, POLLNVAL);
-    poller_->forget(fd);
-}
-
-Waiter::FdWaiters& Waiter::waiters_of(int fd) {
-    if (static_cast<std::size_t>(fd) >= by_fd_.size()) by_fd_.resize(fd + 1);
-    return by_fd_[fd];
 }
 
 }  // namespace fib

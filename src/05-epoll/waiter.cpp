@@ -1,0 +1,78 @@
+// waiter.cpp — lesson 5: lesson 4's Waiter loop, which tells its Poller when the fiber stops.
+//
+// Replaces lesson 4's waiter.cpp from stage 5 on: one more line, at the end of
+// run(). The epoll Poller keeps registrations that nobody waits on; after a
+// stop it checks each again before it relies on it.
+#include "fib/waiter.hpp"
+
+#include "fib/fatal.hpp"
+
+namespace fib {
+// The Waiter of this thread, for the I/O helpers (io.hpp) to find, is kept in
+// the thread's FiberManager.
+Waiter* Waiter::current() noexcept {
+    FiberManager* manager = FiberManager::current();
+    return manager ? manager->waiter() : nullptr;
+}
+
+Waiter& Waiter::of_this_thread(const char* what) {
+    Waiter* waiter = current();
+    if (!waiter)
+        fatal("%s on a thread with no Waiter; create a fib::Waiter after the FiberManager", what);
+    return *waiter;
+}
+
+Waiter::Waiter(const char* backend)
+    : manager_(FiberManager::of_this_thread("a Waiter was created")), poller_(make_poller(backend)) {
+    if (manager_.waiter()) fatal("a second Waiter was created on a thread that already has one");
+    manager_.set_waiter(this);
+}
+
+// The Waiter's fiber is counted like any other, and ends once nobody waits:
+// when wait_for_all() returns, it has ended too.
+Waiter::~Waiter() {
+    if (manager_.running()->id != 0)
+        fatal("the Waiter was destroyed from %s; destroy it from main", label(*manager_.running()).text);
+    manager_.wait_for_all();
+    manager_.set_waiter(nullptr);
+}
+
+// The Waiter's fiber. Each turn: ask the Poller which fds are ready (without
+// blocking if anyone else is ready to run), wake the fibers waiting on them,
+// then yield so they run. With nothing left to wait for, it ends.
+void Waiter::run() {
+    self_ = manager_.running();
+    while (has_work()) {
+        const bool others_ready = manager_.ready_count() > 0;
+        const int timeout = others_ready ? 0 : blocking_timeout();
+        ++stats_.polls;
+        if (timeout != 0) ++stats_.blocking_polls;
+        ready_.clear();
+        poller_->wait(timeout, ready_);
+        wake_ready();
+        manager_.yield();
+    }
+    self_ = nullptr;
+    started_ = false;
+    poller_->stopped();
+}
+
+// A wait was registered: make sure the Waiter's fiber is there to serve it.
+void Waiter::start_if_stopped() {
+    if (started_) return;
+    started_ = true;
+    ++stats_.fibers_started;
+    Fiber({.name = "waiter"}, [this] { run(); }).detach();
+}
+
+// Something to wait for: a registered fd.
+bool Waiter::has_work() const {
+    return stats_.waiting > 0;
+}
+
+// With nothing else to run, block until an fd is ready, for as long as it takes.
+int Waiter::blocking_timeout() {
+    return -1;
+}
+
+}  // namespace fib
