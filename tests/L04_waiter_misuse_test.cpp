@@ -3,6 +3,7 @@
 // one fd, a wait for no events, I/O that must wait on a thread with no Waiter, a second Waiter.
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include "L04_waiter_harness.hpp"
 #include "fib/condvar.hpp"
@@ -49,6 +50,26 @@ void second_waiter_on_one_thread() {
     fib::FiberManager manager;
     fib::Waiter first;
     fib::Waiter second;
+}
+
+// Main returns while a detached fiber waits on a pipe nobody will write: only the kernel could
+// wake it, and ~Waiter would wait for it for ever. It stops, naming the fiber and its fd (the
+// alarm bounds the test if it hangs instead).
+void main_returns_while_a_fiber_waits_on_a_pipe() {
+    fib::FiberManager manager;
+    Pair pipe = make_fds();  // outlives the Waiter: its close would wake the fiber
+    fib::Waiter waiter;
+    fib::Fiber({.name = "forgotten"}, [&] { waiter.wait(pipe.first.get(), POLLIN); }).detach();
+    fib::this_fiber::yield();
+    ::alarm(5);
+}
+
+TEST(L04_WaiterDeathTest, DestroyingTheWaiterWhileAFiberWaitsOnAnFdStopsNamingIt) {
+    EXPECT_DEATH(main_returns_while_a_fiber_waits_on_a_pipe(),
+                 "fib: the Waiter is being destroyed while these fibers wait on fds, and only the "
+                 "kernel could wake them:\n"
+                 "  fiber 1 \\(forgotten\\): waits to read fd [0-9]+\n"
+                 "fib: fatal: the Waiter was destroyed with fibers still waiting on fds");
 }
 
 TEST(L04_WaiterDeathTest, DeadlockWithNoFdWaitedOnIsReportedNotHung) {

@@ -29,10 +29,12 @@ Waiter::Waiter(const char* backend)
 }
 
 // The Waiter's fiber is counted like any other, and ends once nobody waits:
-// when wait_for_all() returns, it has ended too.
+// when wait_for_all() returns, it has ended too. While closing_ is set, the
+// Waiter's loop refuses to sleep in the kernel for ever (see run()).
 Waiter::~Waiter() {
     if (manager_.running()->id != 0)
         fatal("the Waiter was destroyed from %s; destroy it from main", label(*manager_.running()).text);
+    closing_ = true;
     manager_.wait_for_all();
     manager_.set_waiter(nullptr);
 }
@@ -45,10 +47,15 @@ void Waiter::run() {
     while (has_work()) {
         const bool others_ready = manager_.ready_count() > 0;
         const int timeout = others_ready ? 0 : blocking_timeout();
+        // Main is in ~Waiter, nothing else can run, and nothing but the kernel
+        // could end the wait: it would be for ever. Only look, then; if no fd
+        // is ready either, the program would hang, so stop it instead.
+        const bool last_look = timeout < 0 && closing_;
         ++stats_.polls;
-        if (timeout != 0) ++stats_.blocking_polls;
+        if (timeout != 0 && !last_look) ++stats_.blocking_polls;
         ready_.clear();
-        poller_->wait(timeout, ready_);
+        poller_->wait(last_look ? 0 : timeout, ready_);
+        if (last_look && ready_.empty()) report_stuck_waits();
         wake_ready();
         manager_.yield();
     }

@@ -6,6 +6,8 @@
 // fire.
 #include "fib/waiter.hpp"
 
+#include <cstdio>
+
 #include "fib/fatal.hpp"
 
 namespace fib {
@@ -101,6 +103,20 @@ void Waiter::forget(int fd) {
     wake_if_ready(waiters, waiters.reader, POLLNVAL);
     wake_if_ready(waiters, waiters.writer, POLLNVAL);
     poller_->forget(fd);
+}
+
+void Waiter::report_stuck_waits() {
+    std::fprintf(stderr, "fib: the Waiter is being destroyed while these fibers wait on fds, and "
+                         "only the kernel could wake them:\n");
+    for (std::size_t fd = 0; fd < by_fd_.size(); ++fd) {
+        const FdWaiters& waiters = by_fd_[fd];
+        if (waiters.reader)
+            std::fprintf(stderr, "  %s: waits to read fd %zu\n", label(*waiters.reader->fiber).text, fd);
+        if (waiters.writer && waiters.writer != waiters.reader)
+            std::fprintf(stderr, "  %s: waits to write fd %zu\n", label(*waiters.writer->fiber).text, fd);
+    }
+    fatal("the Waiter was destroyed with fibers still waiting on fds; to wait for them, call "
+          "FiberManager::wait_for_all() first; to end them, close their fds or cancel them");
 }
 
 Waiter::FdWaiters& Waiter::waiters_of(int fd) {

@@ -53,8 +53,12 @@ public:
     // On the calling thread's FiberManager, which must exist; one per thread.
     // `backend` names the Poller (see make_poller); nullptr: the default.
     explicit Waiter(const char* backend = nullptr);
-    // Call from main: first waits for every fiber (as ~FiberManager does); the
-    // Waiter's own fiber ends once no fiber waits for an fd.
+    // Call from main: first waits for every fiber that something in the program
+    // can still wake (as ~FiberManager does); the Waiter's own fiber ends once no
+    // fiber waits for an fd. If what is left are fibers waiting on fds, which
+    // only the kernel could ever wake, it stops the program naming each: a
+    // program that means to wait for them says so, calling wait_for_all()
+    // before the Waiter goes.
     ~Waiter();
     Waiter(const Waiter&) = delete;
     Waiter& operator=(const Waiter&) = delete;
@@ -80,6 +84,7 @@ public:
 private:
     void run();  // the Waiter's fiber
     void start_if_stopped();
+    [[noreturn]] void report_stuck_waits();
     bool has_work() const;
     int blocking_timeout();
 
@@ -112,6 +117,7 @@ private:
     std::vector<FdWaiters> by_fd_;  // indexed by fd
     std::vector<PollEvent> ready_;  // filled by each Poller wait
     bool started_ = false;          // the Waiter's fiber is queued or running
+    bool closing_ = false;          // ~Waiter is waiting for the other fibers
     FiberRecord* self_ = nullptr;   // the Waiter's fiber, while it runs
     WaiterStats stats_;
 };
