@@ -201,7 +201,7 @@ TEST(L06_TimerMisuseDeathTest, SleepingOnTheWaitersOwnFiberStops) {
         fib::FiberManager manager;
         fib::Waiter waiter;
         fib::CondVar changed;
-        fib::Fiber waiting([&] { notified = fib::wait_for(changed, Clock::duration::max()); });
+        fib::Fiber waiting([&] { notified = fib::wait_for(changed, Clock::duration::max()).notified(); });
         // The Waiter polls and expires due timers on each of these turns.
         for (int i = 0; i < 5; ++i) fib::this_fiber::yield();
         if (changed.waiters() != 1) gave_up("wait_for", "a notify");

@@ -197,7 +197,7 @@ TEST(L06_Timer, WaitForReturnsTrueWhenNotifiedBeforeTheDeadlineAndDropsItsTimer)
     fib::Waiter waiter;
     fib::CondVar changed;
     bool notified = false;
-    fib::Fiber waiting([&] { notified = fib::wait_for(changed, 10s); });
+    fib::Fiber waiting([&] { notified = fib::wait_for(changed, 10s).notified(); });
     ASSERT_TRUE(yield_until_waiters(changed, 1));
     EXPECT_EQ(fib::TimerHeap::of_this_thread().size(), 1u);
     changed.notify_one();
@@ -211,7 +211,7 @@ TEST(L06_Timer, WaitForReturnsFalseOnTimeoutAndLeavesTheWaitList) {
     fib::Waiter waiter;
     fib::CondVar changed;
     bool notified = true;
-    fib::Fiber waiting([&] { notified = fib::wait_for(changed, 2ms); });
+    fib::Fiber waiting([&] { notified = fib::wait_for(changed, 2ms).notified(); });
     ASSERT_TRUE(yield_until_waiters(changed, 1));
     waiting.join();
     EXPECT_FALSE(notified);
@@ -228,7 +228,7 @@ TEST(L06_Timer, AfterATimeoutNotifyOneWakesTheNextWaiterNotTheTimedOutOne) {
     fib::Waiter waiter;
     fib::CondVar changed;
     bool hasty_notified = true, patient_woke = false;
-    fib::Fiber hasty([&] { hasty_notified = fib::wait_for(changed, 2ms); });
+    fib::Fiber hasty([&] { hasty_notified = fib::wait_for(changed, 2ms).notified(); });
     fib::Fiber patient([&] {
         changed.wait();
         patient_woke = true;
@@ -254,7 +254,7 @@ TEST(L06_Timer, TimedOutAndNotifiedWaitersMixedEachGetTheirOwnResult) {
     int notified[3] = {-1, -1, -1};
     std::vector<std::string> woke;
     auto wait = [&](int i) {
-        notified[i] = fib::wait_for(changed, timeouts[i]);
+        notified[i] = fib::wait_for(changed, timeouts[i]).notified();
         woke.push_back(names[i]);
     };
     fib::Fiber fibers[3] = {fib::Fiber(wait, 0), fib::Fiber(wait, 1), fib::Fiber(wait, 2)};

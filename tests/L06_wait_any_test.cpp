@@ -74,7 +74,7 @@ TEST(L06_WaitAny, TellsAPipeASocketAndAnEventApartWithTheirRevents) {
     fib::Fiber waiting([&] {
         for (int i = 0; i < 3; ++i) {
             const fib::Ready ready = fib::wait_any(
-                {{pipe.first.get(), POLLIN}, {socket.first.get(), POLLIN}, {mail.fd(), POLLIN}});
+                {{pipe.first.get(), POLLIN}, {socket.first.get(), POLLIN}, mail});
             got.push_back(ready);
             char byte = 0;
             if (ready.index == 2) {
@@ -155,7 +155,7 @@ TEST(L06_WaitAny, TimeoutGivesTimedOutAndLeavesTheFdsFreeForAnotherFiber) {
     Pair pipes[2] = {make_fds(), make_fds()};
     fib::Event mail;
     const fib::Source sources[3] = {
-        {pipes[0].first.get(), POLLIN}, {pipes[1].first.get(), POLLIN}, {mail.fd(), POLLIN}};
+        {pipes[0].first.get(), POLLIN}, {pipes[1].first.get(), POLLIN}, mail};
     fib::Ready first, second;
     fib::Fiber hasty([&] { first = fib::wait_any(sources, 2ms); });
     hasty.join();
@@ -190,7 +190,7 @@ TEST(L06_WaitAny, AnEventSetFromAnotherThreadWakesATimedWaitAny) {
         slept = in_system_call(main_tid);
         mail.set();
     });
-    const fib::Ready ready = fib::wait_any({{pipe.first.get(), POLLIN}, {mail.fd(), POLLIN}}, 60s);
+    const fib::Ready ready = fib::wait_any({{pipe.first.get(), POLLIN}, mail}, 60s);
     setter.join();
     EXPECT_TRUE(slept);
     EXPECT_EQ(ready.index, 1);

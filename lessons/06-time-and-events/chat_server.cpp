@@ -128,7 +128,7 @@ void ChatServer::chat_until_closed(ChatMember& member) {
         // The socket comes first: when both are ready, the client is read
         // before the next batch is sent, so a busy room cannot silence it.
         const fib::Ready ready =
-            fib::wait_any({{member.socket(), POLLIN}, {member.mail().fd(), POLLIN}});
+            fib::wait_any({{member.socket(), POLLIN}, member.mail()});
         // Mail: reset it, then send. No line can slip by unnoticed: the send
         // empties the outbox, so a line queued after it sets the mail again.
         if (ready.index == 1) {

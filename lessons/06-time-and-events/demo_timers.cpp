@@ -51,8 +51,8 @@ bool sleepers_wake_in_deadline_order(const fib::Waiter& waiter) {
 bool condvar_waits_with_a_timeout() {
     fib::CondVar news;
     bool hasty_notified = true, patient_notified = false;
-    fib::Fiber hasty({.name = "hasty"}, [&] { hasty_notified = fib::wait_for(news, 20ms); });
-    fib::Fiber patient({.name = "patient"}, [&] { patient_notified = fib::wait_for(news, 1s); });
+    fib::Fiber hasty({.name = "hasty"}, [&] { hasty_notified = fib::wait_for(news, 20ms).notified(); });
+    fib::Fiber patient({.name = "patient"}, [&] { patient_notified = fib::wait_for(news, 1s).notified(); });
     fib::sleep_for(40ms);
     news.notify_one();
     hasty.join(), patient.join();
@@ -69,7 +69,7 @@ bool first_of_several() {
     fib::Event event;
     std::string seen;
     auto wait_first = [&](const char* who) {
-        const fib::Ready ready = fib::wait_any({{pipe_fds[0], POLLIN}, {event.fd(), POLLIN}}, 50ms);
+        const fib::Ready ready = fib::wait_any({{pipe_fds[0], POLLIN}, event}, 50ms);
         char byte;
         if (ready.index == 0 && ::read(pipe_fds[0], &byte, 1) != 1) return;
         if (ready.index == 1) event.try_wait();

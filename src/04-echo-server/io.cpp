@@ -20,7 +20,8 @@ bool would_block() { return errno == EAGAIN || errno == EWOULDBLOCK; }
 // got the same number: trying again would read or write that file's bytes. So
 // the helper fails with EBADF instead, and never touches the number again.
 bool wait_for(int fd, short events, const char* what) {
-    if (Waiter::of_this_thread(what).wait(fd, events) & POLLNVAL) {
+    const short revents = Waiter::of_this_thread(what).wait(fd, events);
+    if (revents & POLLNVAL) {
         errno = EBADF;
         return false;
     }

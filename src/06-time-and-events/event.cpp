@@ -1,4 +1,4 @@
-// event.cpp — lesson 6: Event on an eventfd: write to set, read to reset, the Waiter in between.
+// event.cpp — lesson 6: Event: a flag for its own thread, an eventfd for the others.
 #include "fib/event.hpp"
 
 #include <poll.h>
@@ -8,23 +8,46 @@
 #include <cerrno>
 #include <cstdint>
 #include <system_error>
+#include <utility>
 
+#include "fib/cancel.hpp"
 #include "fib/fatal.hpp"
-#include "fib/io.hpp"
+#include "fib/waiter.hpp"
 
 namespace fib {
 
-Event::Event() : eventfd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+Event::Event() : eventfd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)), owner_(FiberManager::current()) {
     if (!eventfd_) throw std::system_error(errno, std::generic_category(), "eventfd for an Event");
 }
 
-// write(2) is async-signal-safe, so set() may run in a signal handler. A
+Event::~Event() {
+    if (waiting_) fatal("an Event was destroyed while %s waited on it", label(*waiting_).text);
+}
+
+// On the owner's thread, in fiber code, the fibers' queues are ours to touch:
+// raise the flag and wake the waiter, if any (unless something else already
+// woke it). Anywhere else, only the kernel may carry the news.
+void Event::set() {
+    FiberManager* owner = owner_.load(std::memory_order_acquire);
+    if (!owner || owner != FiberManager::current()) {
+        set_from_signal_handler();
+        return;
+    }
+    signaled_ = true;
+    if (waiting_ && waiting_->state == FiberState::Blocked) owner->wake(waiting_);
+}
+
+// Marked before the write, and for good: from then on try_wait() reads the
+// eventfd, as it must once any write may be on its way; until then it saves
+// that system call. (Cleared again, the mark would race with a write that has
+// not landed yet.) write(2) and a lock-free atomic are async-signal-safe. A
 // handler must leave errno as it found it (the code it interrupted may be
 // about to read errno), and a failed write sets it: say, EAGAIN when the
 // counter is full (set 2^64 - 2 times without a wait). Then the Event is
 // signaled anyway, which is all a set promises.
-void Event::set() {
+void Event::set_from_signal_handler() {
     const int saved_errno = errno;
+    eventfd_used_.store(true, std::memory_order_release);
     const std::uint64_t one = 1;
     while (::write(eventfd_.get(), &one, sizeof one) < 0 && errno == EINTR) {
     }
@@ -33,16 +56,39 @@ void Event::set() {
 
 // Reading an eventfd returns its counter and sets it to 0: signaled -> not.
 bool Event::try_wait() {
+    const bool flag = std::exchange(signaled_, false);
+    if (!eventfd_used_.load(std::memory_order_acquire)) return flag;
     std::uint64_t count = 0;
     for (;;) {
         if (::read(eventfd_.get(), &count, sizeof count) == sizeof count) return true;
-        if (errno == EAGAIN) return false;
+        if (errno == EAGAIN) return flag;
         if (errno != EINTR) fatal("reading an Event's eventfd failed: %d", errno);
     }
 }
 
-void Event::wait() {
-    while (!try_wait()) io::wait(eventfd_.get(), POLLIN);
+// The first fiber to wait makes the Event its thread's, if no thread has it.
+void Event::attach(FiberRecord* fiber) {
+    FiberManager* owner = nullptr;
+    owner_.compare_exchange_strong(owner, fiber->manager, std::memory_order_acq_rel);
+    if (owner && owner != fiber->manager)
+        fatal("%s waited on an Event that belongs to another thread's FiberManager", label(*fiber).text);
+    if (waiting_ && waiting_ != fiber)
+        fatal("%s waited on an Event that %s already waits on; one fiber at a time may",
+              label(*fiber).text, label(*waiting_).text);
+    waiting_ = fiber;
+}
+
+// Attached, a same-thread set() wakes the fiber; the eventfd's wait in the
+// Waiter covers the other threads. A cancel ends the wait in the Waiter.
+bool Event::wait() {
+    FiberRecord* self = FiberManager::of_this_thread("Event::wait() was called").running();
+    attach(self);
+    bool signaled = false;
+    while (!(signaled = try_wait()) && !this_fiber::cancelled()) {
+        Waiter::of_this_thread("Event::wait() had to wait").wait(eventfd_.get(), POLLIN);
+    }
+    detach();
+    return signaled;
 }
 
 }  // namespace fib

@@ -3,6 +3,7 @@
 
 #include <climits>
 
+#include "fib/cancel.hpp"
 #include "fib/fatal.hpp"
 
 namespace fib {
@@ -103,32 +104,45 @@ Clock::time_point deadline_after(Clock::duration timeout) {
     return now + timeout;
 }
 
-void sleep_for(Clock::duration timeout) {
+bool sleep_for(Clock::duration timeout) {
     FiberManager::of_this_thread("sleep_for() was called");
-    sleep_until(deadline_after(timeout));
+    return sleep_until(deadline_after(timeout));
 }
 
-void sleep_until(Clock::time_point deadline) {
+bool sleep_until(Clock::time_point deadline) {
     FiberManager& manager = FiberManager::of_this_thread("sleep_until() was called");
     TimerHeap& timers = TimerHeap::of_this_thread();
-    if (deadline <= Clock::now()) return;
+    if (this_fiber::cancelled()) return false;
+    if (deadline <= Clock::now()) return true;
     Timer timer{deadline, manager.running()};
     timers.add(timer);
+    const CancelScope cancellable(timer.fiber);
     manager.park(WaitSite{"sleep_for", nullptr, nullptr});
+    timers.cancel(timer);  // a cancel came first: the deadline is moot
+    return !cancellable.woke_it();
 }
 
-bool wait_for(CondVar& condvar, Clock::duration timeout) {
+// Three wakers race: a notify, the timer and a cancel. The timer and the
+// cancel each take the fiber off the CondVar's list before waking it, so no
+// later notify is spent on a fiber that has stopped waiting.
+WaitResult wait_for(CondVar& condvar, Clock::duration timeout) {
     FiberManager& manager = FiberManager::of_this_thread("wait_for() was called");
     TimerHeap& timers = TimerHeap::of_this_thread();
+    if (this_fiber::cancelled()) return {WaitResult::kCancelled};
     Timer timer{deadline_after(timeout), manager.running()};
     timer.context = &condvar;
     timer.on_expire = [](Timer& expired) {
         static_cast<CondVar*>(expired.context)->remove(expired.fiber);
     };
     timers.add(timer);
+    const CancelScope cancellable(timer.fiber, [](void* waiting) {
+        Timer* timer = static_cast<Timer*>(waiting);
+        static_cast<CondVar*>(timer->context)->remove(timer->fiber);
+    }, &timer);
     condvar.wait(WaitSite{"wait_for (CondVar)", nullptr, &condvar});
-    timers.cancel(timer);  // a notify came first: the deadline is moot
-    return !timer.expired;
+    timers.cancel(timer);  // a notify or a cancel came first: the deadline is moot
+    if (cancellable.woke_it()) return {WaitResult::kCancelled};
+    return {timer.expired ? WaitResult::kTimedOut : WaitResult::kNotified};
 }
 
 }  // namespace fib

@@ -3,11 +3,12 @@
 // Replaces lesson 4's waiter_fds.cpp from stage 6 on: wake_if_ready wakes a
 // fiber only while it is still blocked (another of its waits, or its timer,
 // may have woken it first), and unwatch() drops a registration that did not
-// fire.
+// fire; and a cancel ends a wait (cancel.hpp), with revents 0.
 #include "fib/waiter.hpp"
 
 #include <cstdio>
 
+#include "fib/cancel.hpp"
 #include "fib/fatal.hpp"
 
 namespace fib {
@@ -47,11 +48,18 @@ void Waiter::wake_if_ready(FdWaiters& fd, Waiting* waiting, short revents) {
     manager_.wake(waiting->fiber);
 }
 
+// A cancel ends the wait too (cancel.hpp), before its fd is ready: then
+// revents stays 0. A fiber already cancelled does not wait at all.
 short Waiter::wait(int fd, short events) {
+    if (this_fiber::cancelled()) return 0;
     Waiting waiting{fd, events, 0, manager_.running()};
     watch(waiting);
-    manager_.park(WaitSite{events & kWriteEvents ? "Waiter::wait (write)" : "Waiter::wait (read)",
-                           nullptr, nullptr});
+    {
+        const CancelScope cancellable(waiting.fiber);
+        manager_.park(WaitSite{events & kWriteEvents ? "Waiter::wait (write)" : "Waiter::wait (read)",
+                               nullptr, nullptr});
+    }
+    unwatch(waiting);
     return waiting.revents;
 }
 

@@ -1,8 +1,9 @@
 // condvar.hpp — lesson 6: lesson 3's CondVar, from which a waiter can be taken without a notify.
 //
 // Replaces lesson 3's condvar.hpp from stage 6 on, adding remove(): a wait
-// that gives up (wait_for in timer.hpp, when its deadline passes) takes its
-// fiber off the wait list, so that the next notify reaches the next waiter.
+// that gives up (wait_for in timer.hpp, when its deadline passes or its fiber
+// is cancelled) takes its fiber off the wait list, so that the next notify
+// reaches the next waiter.
 //
 //   fib::CondVar changed;
 //   // a consumer fiber:                     // a producer fiber:
@@ -55,7 +56,8 @@ public:
     std::size_t waiters() const { return waiters_.size(); }
 
     // Takes `fiber`, which must be waiting on this CondVar, off the wait list
-    // without waking it: its waker (a timer) then wakes it, and no notify will.
+    // without waking it: its waker (a timer, a cancel) then wakes it, and no
+    // notify will.
     void remove(FiberRecord* fiber) { waiters_.remove(fiber); }
 
 private:

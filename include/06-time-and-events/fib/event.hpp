@@ -9,13 +9,25 @@
 // Either way it leaves the Event non-signaled. set() on a signaled Event
 // changes nothing: sets are not counted.
 //
-// The state is an eventfd's counter: set() writes 1 to it, from any thread,
-// and the kernel makes the eventfd readable; wait() reads it back to 0. A fiber
-// waiting on a non-signaled Event waits for the eventfd in the thread's Waiter,
-// so a set() from another thread wakes it through poll/epoll like any other
-// fd, and nothing ever polls. One fiber at a time may wait on an Event.
+// An Event belongs to a thread: the one that made it, if it had a
+// FiberManager, or else the one whose fiber first waits on it (wait_any
+// counts). It keeps its state in two places, by who sets it:
+//
+//   set() on that thread             a flag, and the waiting fiber is woken
+//                                    directly: no system call at all
+//   set() on another thread,         writes 1 to an eventfd, which the Waiter
+//   set_from_signal_handler()        watches while a fiber waits: the kernel
+//                                    wakes it through poll/epoll
+//
+// A chat room's fibers set each other's Events on one thread, a line at a
+// time, so the first path is the one that counts; the eventfd is for threads
+// and signal handlers, which must not touch the fibers' queues. Nothing ever
+// polls. One fiber at a time may wait on an Event.
 #pragma once
 
+#include <atomic>
+
+#include "fib/fiber_manager.hpp"
 #include "fib/unique_fd.hpp"
 
 namespace fib {
@@ -23,21 +35,37 @@ namespace fib {
 class Event {
 public:
     Event();  // non-signaled; throws std::system_error if there is no eventfd to be had
-    Event(const Event&) = delete;  // the eventfd is the Event: it neither copies nor moves
+    ~Event();  // an Event a fiber waits on must not die: stops the program naming it
+    Event(const Event&) = delete;  // fibers and the Waiter hold its address: it never moves
     Event& operator=(const Event&) = delete;
 
-    // Signals the Event. Safe from any thread, and from a signal handler.
+    // Signals the Event, from any thread: see above.
     void set();
-    // From a fiber: returns once the Event is signaled, and resets it.
-    void wait();
+    // Signals the Event through the eventfd only. Async-signal-safe, and keeps
+    // errno: for a signal handler, which may interrupt the Event's own thread
+    // anywhere, even inside the manager.
+    void set_from_signal_handler();
+
+    // From a fiber: returns true once the Event is signaled, and resets it;
+    // false if the fiber is cancelled first (cancel.hpp).
+    bool wait();
     // Resets the Event if it is signaled; true if it was. Never suspends.
     bool try_wait();
 
-    // The eventfd, readable while the Event is signaled.
+    // For wait_any (wait_any.hpp): the flag, without resetting it; the
+    // eventfd (to watch, never to write); and the fiber a same-thread set()
+    // wakes while it waits.
+    bool flag_set() const { return signaled_; }
     int fd() const { return eventfd_.get(); }
+    void attach(FiberRecord* fiber);
+    void detach() { waiting_ = nullptr; }
 
 private:
     UniqueFd eventfd_;
+    std::atomic<FiberManager*> owner_{nullptr};  // the thread's manager, from the first wait
+    std::atomic<bool> eventfd_used_{false};      // set for good by the first eventfd write
+    bool signaled_ = false;                      // set() on the owner's thread
+    FiberRecord* waiting_ = nullptr;             // the fiber in wait() or wait_any()
 };
 
 }  // namespace fib

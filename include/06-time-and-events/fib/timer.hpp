@@ -2,6 +2,7 @@
 //
 //   fib::sleep_for(50ms);                        // this fiber only; the others run
 //   if (!fib::wait_for(changed, 1s)) ...         // a CondVar wait that gives up after 1 s
+//                                                // (or is cancelled, see cancel.hpp)
 //
 // Each call puts one Timer in the thread's TimerHeap (timer_heap.hpp), kept
 // by the Waiter, and parks the fiber until the deadline or, for wait_for, a
@@ -19,13 +20,26 @@ namespace fib {
 Clock::time_point deadline_after(Clock::duration timeout);
 
 // Blocks the running fiber until `timeout` has passed (until `deadline`).
-// Returns at once, without yielding, if it already has.
-void sleep_for(Clock::duration timeout);
-void sleep_until(Clock::time_point deadline);
+// Returns at once, without yielding, if it already has. True when the time
+// has passed; false if the fiber was cancelled (cancel.hpp) first.
+bool sleep_for(Clock::duration timeout);
+bool sleep_until(Clock::time_point deadline);
 
-// CondVar::wait() that gives up after `timeout`: true if a notify woke the
-// fiber, false if the time ran out first. (A function beside CondVar, not a
-// member: CondVar is lesson 3's, and knows nothing of time.)
-bool wait_for(CondVar& condvar, Clock::duration timeout);
+// How a CondVar wait with a timeout ended.
+struct WaitResult {
+    enum Why : unsigned char { kNotified, kTimedOut, kCancelled };
+    Why why;
+    bool notified() const { return why == kNotified; }
+    bool timed_out() const { return why == kTimedOut; }
+    bool cancelled() const { return why == kCancelled; }
+    explicit operator bool() const { return notified(); }
+};
+
+// CondVar::wait() that gives up after `timeout`, or when the fiber is
+// cancelled: notified(), timed_out() or cancelled(). With
+// Clock::duration::max() it is a wait that only a notify or a cancel ends.
+// (A function beside CondVar, not a member: CondVar is lesson 3's, and knows
+// nothing of time; and its own wait() is not cancelled, see cancel.hpp.)
+WaitResult wait_for(CondVar& condvar, Clock::duration timeout);
 
 }  // namespace fib

@@ -82,7 +82,8 @@ public:
 
     // Blocks the running fiber until `fd` is ready for `events` (POLLIN,
     // POLLPRI, POLLRDHUP, POLLOUT). Returns poll's revents for it, which may
-    // be or include POLLERR, POLLHUP or POLLNVAL: the caller decides.
+    // be or include POLLERR, POLLHUP or POLLNVAL: the caller decides. Returns
+    // 0 if the fiber is cancelled (cancel.hpp), at once if it already was.
     short wait(int fd, short events);
 
     // `fd` is about to be closed (io::close and UniqueFd call this): a fiber

@@ -1,11 +1,12 @@
-// fiber_manager.hpp — lesson 7: the FiberManager of lessons 2 and 4, with an environment for its fibers.
+// fiber_manager.hpp — lesson 7: the FiberManager of lessons 2, 4 and 6, with an environment for its fibers.
 //
-// Replaces lesson 4's fiber_manager.hpp from stage 7 on, adding
+// Replaces lesson 6's fiber_manager.hpp from stage 7 on, adding
 // set_environment(): a FiberEnvironment (fiber_environment.hpp) is told when
 // each fiber is created, starts, ends and is released, and chooses the switch
 // routine. FiberTls installs one to give every fiber TLS of its own. Lesson 4
 // added waiter(): the I/O helpers find the thread's Waiter through the
-// manager, so the manager stays the one thing the scheduler keeps per thread.
+// manager, so the manager stays the one thing the scheduler keeps per thread;
+// lesson 6 added cancel().
 //
 // Creating a FiberManager adopts the calling thread: the code already running
 // (usually main) becomes fiber 0, "main", and can spawn, yield and join like any
@@ -77,6 +78,8 @@ public:
     // through the ready queue.
     void park(WaitSite site);
     void wake(FiberRecord* fiber);
+    // Asks `fiber` to give up its current wait, or its next one (see cancel.hpp).
+    void cancel(FiberRecord* fiber);
 
     // The life of a fiber, used by Fiber (fiber.hpp). create_fiber takes a stack
     // and builds a record at its top, with `body_size` bytes for the callable.
@@ -133,6 +136,7 @@ namespace this_fiber {
 void yield();             // FiberManager::current()->yield(), with a clear error outside one
 std::uint64_t id();       // 0 for main
 const char* name();       // "" when unnamed
+bool cancelled();         // cancel() was asked for the running fiber (see cancel.hpp)
 }  // namespace this_fiber
 
 }  // namespace fib

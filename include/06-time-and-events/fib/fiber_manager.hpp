@@ -1,0 +1,132 @@
+// fiber_manager.hpp — lesson 6: the FiberManager of lessons 2 and 4, which can also cancel a fiber.
+//
+// Replaces lesson 4's fiber_manager.hpp from stage 6 on, adding cancel() (see
+// cancel.hpp). Lesson 4 added waiter() and set_waiter(): the I/O helpers find
+// the thread's Waiter through the manager, so the manager stays the one thing
+// the scheduler keeps per thread.
+//
+// Creating a FiberManager adopts the calling thread: the code already running
+// (usually main) becomes fiber 0, "main", and can spawn, yield and join like any
+// other fiber. There is no separate scheduler loop: a fiber that yields or
+// blocks switches straight to the next fiber in the FIFO ready queue.
+//
+//   ready queue:  [fiber 2] -> [fiber 5] -> [main]      running: fiber 1
+//   fiber 1 yields:   push fiber 1 at the back, pop fiber 2, switch 1 -> 2
+//
+// Destroying the manager first waits for every fiber to finish.
+// Single-threaded: a manager and its fibers belong to the thread that made it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "fib/exception_state.hpp"
+#include "fib/fiber_record.hpp"
+#include "fib/intrusive_list.hpp"
+#include "fib/overflow_guard.hpp"
+#include "fib/stack_pool.hpp"
+
+namespace fib {
+
+class Waiter;  // waiter.hpp
+
+struct FiberOptions {
+    const char* name = nullptr;  // shown in messages; copied, truncated to 31 bytes
+    std::size_t stack_size = Stack::kDefaultSize;
+};
+
+struct ManagerStats {
+    std::uint64_t spawned = 0;       // fibers ever started (main not counted)
+    std::uint64_t finished = 0;      // of those, the ones whose function has ended
+    std::uint64_t switches = 0;      // context switches made
+    std::size_t records = 0;         // fiber records not yet released (main not counted)
+    std::size_t stacks_created = 0;  // stacks ever mapped
+    std::size_t stacks_pooled = 0;   // stacks waiting in the pool
+    std::size_t stacks_trimmed = 0;  // times a pooled stack gave its pages back
+};
+
+class FiberManager {
+public:
+    FiberManager();
+    ~FiberManager();
+    FiberManager(const FiberManager&) = delete;
+    FiberManager& operator=(const FiberManager&) = delete;
+
+    // The manager of the calling thread, or nullptr.
+    static FiberManager* current() noexcept;
+    // The manager of the calling thread; with none, stops the program with
+    // "`what` on a thread with no FiberManager; create one first".
+    static FiberManager& of_this_thread(const char* what);
+
+    // Let every other ready fiber run once, then continue. A no-op when no other
+    // fiber is ready.
+    void yield();
+    // From main: return once every spawned fiber, detached or not, has finished.
+    void wait_for_all();
+
+    FiberRecord* running() const { return running_; }
+    std::size_t ready_count() const { return ready_.size(); }
+    ManagerStats stats() const;
+
+    // Blocking, for join() and for any synchronisation built on top: park()
+    // blocks the running fiber until some other fiber calls wake() on it; `site`
+    // says what it waits for, for the deadlock report. Wake order is FIFO
+    // through the ready queue.
+    void park(WaitSite site);
+    void wake(FiberRecord* fiber);
+    // Asks `fiber` to give up its current wait, or its next one (see cancel.hpp).
+    void cancel(FiberRecord* fiber);
+
+    // The life of a fiber, used by Fiber (fiber.hpp). create_fiber takes a stack
+    // and builds a record at its top, with `body_size` bytes for the callable.
+    FiberRecord* create_fiber(const FiberOptions& options, std::size_t body_size,
+                              std::size_t body_align);
+    void start(FiberRecord* fiber);   // queue it; it runs when its turn comes
+    void join(FiberRecord* fiber);    // wait for it, release it, rethrow its exception
+    void detach(FiberRecord* fiber);  // release it when it finishes
+    void abandon(FiberRecord* fiber); // release a created fiber that will never start
+
+    // Prints every blocked fiber and what it waits for, then stops the program.
+    [[noreturn]] void report_deadlock();
+
+    // The Waiter of this thread, or nullptr; the Waiter sets itself here.
+    Waiter* waiter() const { return waiter_; }
+    void set_waiter(Waiter* waiter) { waiter_ = waiter; }
+
+private:
+    static void fiber_main(std::uintptr_t arg);  // every fiber starts here
+    [[noreturn]] void exit_running();
+    void switch_to(FiberRecord* next);
+    void finish_switch();
+    FiberRecord* next_or_deadlock();
+    void release(FiberRecord* fiber);
+    [[noreturn]] void report_escaped_exception(const FiberRecord& fiber);
+
+    // The manager of this thread: the one thing the scheduler keeps per thread.
+    static thread_local FiberManager* current_;
+
+    FiberRecord main_;                // the adopted thread's own code
+    FiberRecord* running_ = &main_;
+    FiberRecord* switched_from_ = nullptr;  // set across each switch
+    FiberRecord* dead_ = nullptr;     // a finished detached fiber, released after the switch
+    IntrusiveList<FiberRecord, &FiberRecord::queue_link> ready_;
+    IntrusiveList<FiberRecord, &FiberRecord::all_link> all_;  // every unreleased record
+    ExceptionState* thread_exceptions_;  // the runtime's per-thread struct
+    StackPool stacks_;
+    std::uint64_t next_id_ = 1;
+    std::uint64_t spawned_ = 0;
+    std::uint64_t finished_ = 0;
+    std::uint64_t switches_ = 0;
+    bool main_waits_for_all_ = false;
+    OverflowGuard overflow_guard_;  // reports a fiber overflowing its stack
+    Waiter* waiter_ = nullptr;
+};
+
+namespace this_fiber {
+void yield();             // FiberManager::current()->yield(), with a clear error outside one
+std::uint64_t id();       // 0 for main
+const char* name();       // "" when unnamed
+bool cancelled();         // cancel() was asked for the running fiber (see cancel.hpp)
+}  // namespace this_fiber
+
+}  // namespace fib

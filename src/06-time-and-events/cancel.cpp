@@ -1,0 +1,35 @@
+// cancel.cpp — lesson 6: asking a fiber to give up its waits, and waking it if it is in one.
+#include "fib/cancel.hpp"
+
+#include <utility>
+
+#include "fib/fatal.hpp"
+
+namespace fib {
+
+// Only the fiber's own thread may cancel it, as only it may wake it: the
+// ready queue and the wait lists are not thread-safe.
+void FiberManager::cancel(FiberRecord* fiber) {
+    if (current_ != this)
+        fatal("cancel() on %s from a thread that is not its manager's", label(*fiber).text);
+    if (fiber->state == FiberState::Finished) return;
+    fiber->cancel_requested = true;
+    if (fiber->state != FiberState::Blocked || !fiber->cancel_hook) return;  // its next wait sees it
+    const CancelHook* hook = std::exchange(fiber->cancel_hook, nullptr);
+    if (hook->undo) hook->undo(hook->context);
+    wake(fiber);
+}
+
+CancelScope::CancelScope(FiberRecord* fiber, void (*undo)(void*), void* context)
+    : fiber_(fiber), hook_{undo, context} {
+    fiber_->cancel_hook = &hook_;
+}
+
+CancelScope::~CancelScope() { fiber_->cancel_hook = nullptr; }
+
+bool this_fiber::cancelled() {
+    FiberManager* manager = FiberManager::current();
+    return manager && manager->running()->cancel_requested;
+}
+
+}  // namespace fib
