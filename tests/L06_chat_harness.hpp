@@ -34,6 +34,7 @@ namespace l05_chat {
 // The chat server under test, on a thread of its own (see L04_server_thread.hpp).
 struct ChatServerThread : ServerThread<ChatServer> {
     ChatServerThread() : ServerThread(ChatOptions{.port = 0, .quiet = true}) {}
+    explicit ChatServerThread(const ChatOptions& options) : ServerThread(options) {}
 };
 
 // The bytes the server sends.

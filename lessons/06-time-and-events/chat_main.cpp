@@ -1,6 +1,7 @@
 // chat_main.cpp — lesson 6: the chat_server program: flags, signals, a summary at the end.
 //
-//   build/lessonN/chat_server [--port N] [--bind ADDR] [--backend NAME] [--quiet]
+//   build/lessonN/chat_server [--port N] [--bind ADDR] [--backend NAME] [--idle-timeout S]
+//                             [--write-timeout S] [--quiet]
 //
 // Talk to it with two terminals running `nc 127.0.0.1 8002`: each line typed in
 // one appears in the other. SIGINT and SIGTERM arrive through a signalfd
@@ -15,24 +16,27 @@
 #include "fib/poller.hpp"
 #include "fib/waiter.hpp"
 #include "stop_signals.hpp"
+#include "timeout_flags.hpp"
 
 namespace {
 
 constexpr const char* kUsage =
-    "usage: chat_server [--port N] [--bind ADDR] [--backend NAME] [--quiet] [--help]\n"
+    "usage: chat_server [--port N] [--bind ADDR] [--backend NAME] [--idle-timeout S]\n"
+    "                   [--write-timeout S] [--quiet] [--help]\n"
     "\n"
     "A line-based TCP chat room: one thread, one fiber per client. Each line a client sends\n"
     "goes to every other client as 'user N: line'. A client that reads too slowly misses\n"
     "lines (it is told how many) instead of holding the others up.\n"
     "\n"
-    "  --port N         port to listen on (default 8002; 0 lets the kernel pick one, and the\n"
-    "                   'listening on' line says which)\n"
-    "  --bind ADDR      numeric IPv4/IPv6 address to listen on (default 127.0.0.1, this machine\n"
-    "                   only; 0.0.0.0 opens it to the network)\n"
-    "  --backend NAME   how the Waiter asks the kernel which fds are ready: epoll or poll;\n"
-    "                   the list below says what this build has\n"
-    "  --quiet          do not log each client's join and leave on stderr\n"
-    "  --help           print this and exit\n"
+    "  --port N           port to listen on (default 8002; 0 lets the kernel pick one, and the\n"
+    "                     'listening on' line says which)\n"
+    "  --bind ADDR        numeric IPv4/IPv6 address to listen on (default 127.0.0.1, this\n"
+    "                     machine only; 0.0.0.0 opens it to the network)\n"
+    "  --backend NAME     how the Waiter asks the kernel which fds are ready: epoll or poll;\n"
+    "                     the list below says what this build has\n"
+    TIMEOUT_FLAGS_USAGE
+    "  --quiet            do not log each client's join and leave on stderr\n"
+    "  --help             print this and exit\n"
     "\n"
     "Ctrl-C (SIGINT) or SIGTERM: stop accepting, close every client, print a summary, exit 0.\n";
 
@@ -42,15 +46,20 @@ int main(int argc, char** argv) {
     // First, before any thread exists: every thread must block the signals.
     const int stop_fd = stop_signal_fd();
     // Port 8002 by default, so that the chat and echo servers can run at once.
+    TimeoutFlags timeouts;
     const ServerFlags flags = parse_server_flags(
-        argc, argv, {"chat_server", kUsage, fib::poller_names(), nullptr, ChatOptions{}.port});
+        argc, argv, {"chat_server", kUsage, fib::poller_names(), timeout_flags(timeouts), ChatOptions{}.port});
     raise_fd_limit();
 
     fib::FiberManager manager;
     fib::Waiter waiter(flags.backend);
     std::optional<ChatServer> server;
     try {
-        server.emplace(ChatOptions{.bind = flags.bind, .port = flags.port, .quiet = flags.quiet});
+        server.emplace(ChatOptions{.bind = flags.bind,
+                                   .port = flags.port,
+                                   .quiet = flags.quiet,
+                                   .idle_timeout = timeouts.idle(),
+                                   .write_timeout = timeouts.write()});
     } catch (const std::exception& error) {
         std::fprintf(stderr, "chat_server: %s\n", error.what());
         return 1;
@@ -63,9 +72,11 @@ int main(int argc, char** argv) {
 
     std::printf(
         "chat_server: %s: served %llu clients, relayed %llu lines (%llu dropped for slow "
-        "readers)\n",
+        "readers); closed %llu idle, %llu stalled\n",
         stop_signal_fd_name(stop_fd), static_cast<unsigned long long>(server->clients_served()),
         static_cast<unsigned long long>(server->lines_relayed()),
-        static_cast<unsigned long long>(server->lines_dropped()));
+        static_cast<unsigned long long>(server->lines_dropped()),
+        static_cast<unsigned long long>(server->idle_closed()),
+        static_cast<unsigned long long>(server->slow_closed()));
     return 0;
 }

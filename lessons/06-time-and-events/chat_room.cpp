@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <string>
 
-#include "fib/io.hpp"
+#include "fib/wait_any.hpp"
 
 ChatMember::ChatMember(unsigned number, int socket) : socket_(socket) {
     std::snprintf(name_, sizeof name_, "user %u", number);
@@ -14,7 +14,7 @@ ChatMember::ChatMember(unsigned number, int socket) : socket_(socket) {
 // would fit, until the fiber takes the outbox. So the lines missing form one
 // gap, and the notice placed in front of the next batch sits exactly there.
 // The mail is set only on the empty -> non-empty step: a room busy with a
-// hundred lines makes one eventfd write per batch, not one per line.
+// hundred lines wakes the member's fiber once per batch, not once per line.
 bool ChatMember::deliver(std::string_view line) {
     if (dropped_ > 0 || outbox_.size() + line.size() > kOutboxBytes) {
         ++dropped_;
@@ -30,7 +30,7 @@ bool ChatMember::deliver(std::string_view line) {
 // room can go on filling the (now empty) outbox while send_all() waits for a
 // slow client, without ever moving the bytes being sent. Both keep their
 // capacity: after the first batches, sending allocates nothing.
-bool ChatMember::send_outbox() {
+bool ChatMember::send_outbox(fib::Clock::duration timeout) {
     if (outbox_.empty()) return true;
     in_flight_.swap(outbox_);
     if (dropped_ > 0) {
@@ -41,7 +41,7 @@ bool ChatMember::send_outbox() {
         missed_ += dropped_;
         dropped_ = 0;
     }
-    const bool sent = fib::io::send_all(socket_, in_flight_.data(), in_flight_.size()) >= 0;
+    const bool sent = fib::io::send_all(socket_, in_flight_.data(), in_flight_.size(), timeout) >= 0;
     in_flight_.clear();
     return sent;
 }

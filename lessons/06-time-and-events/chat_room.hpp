@@ -16,9 +16,10 @@
 //                                      \-> outbox of user 3 --mail--> user 3's fiber: send
 //
 // A member's fiber waits on its socket and on its mail (an Event) at once,
-// with wait_any. A CondVar would not do: wait_any waits on fds, and the
-// Event's eventfd is one. The room sets the mail only when the outbox goes
-// from empty to non-empty, not for every line.
+// with wait_any. A CondVar would not do: wait_any waits on fds and Events.
+// The room and the member's fiber share a thread, so setting the mail costs
+// no system call (event.hpp). The room sets it only when the outbox goes from
+// empty to non-empty, not for every line.
 //
 // The outbox is bounded (kOutboxBytes). A line that does not fit is dropped
 // whole, never cut, and so is every line after it until the member's fiber
@@ -40,6 +41,7 @@
 #include <string_view>
 
 #include "fib/event.hpp"
+#include "fib/timer_heap.hpp"
 #include "fib/intrusive_list.hpp"
 
 // One client in the room; lives in its fiber's frame.
@@ -66,8 +68,9 @@ public:
     // The fiber's side: takes what the outbox holds (with a notice of lines
     // dropped, if any) and sends it, blocking this fiber only. One batch per
     // call, so that the fiber also gets to read its client between batches.
-    // False if the send failed (errno says why).
-    bool send_outbox();
+    // False if the send failed (errno says why: ETIMEDOUT when the client did
+    // not take the whole batch within `timeout`).
+    bool send_outbox(fib::Clock::duration timeout);
 
     fib::ListLink<ChatMember> link;  // in the room's list of members
 

@@ -8,60 +8,57 @@
 //   ChatServer server({.port = 0});           // listens now; server.port() says where
 //   server.serve(stop_fd);                    // until stop_fd turns readable
 //
-// Lesson 4's EchoServer, with a room in the middle (chat_room.hpp): each line
-// a client sends goes to every other client at once. What the client fibers
-// need that an echo did not: to wait for their socket *and* for lines from the
-// room, whichever comes first (fib::wait_any on the socket and an Event). An
-// idle room costs nothing: every fiber is parked in wait_any, and the thread
-// sleeps in epoll_wait.
+// A FiberServer (fiber_server.hpp) with a room in the middle (chat_room.hpp):
+// each line a client sends goes to every other client at once. What the
+// client fibers need that an echo did not: to wait for their socket *and* for
+// lines from the room, whichever comes first (fib::wait_any on the socket and
+// an Event). An idle room costs nothing: every fiber is parked in wait_any,
+// and the thread sleeps in epoll_wait.
+//
+// Two deadlines bound what a client can hold. A member whose client takes no
+// batch of lines within write_timeout has stopped reading: it is closed, and
+// its fiber, its fds and the socket's buffers are freed (its outbox was
+// already bounded). With idle_timeout set, a member that says nothing for that
+// long is closed too.
 #pragma once
 
 #include <atomic>
-#include <cstddef>
+#include <chrono>
 #include <cstdint>
 
 #include "chat_room.hpp"
-#include "fib/condvar.hpp"
-#include "fib/unique_fd.hpp"
+#include "fiber_server.hpp"
+#include "fib/wait_any.hpp"
 
 struct ChatOptions {
     const char* bind = "127.0.0.1";  // numeric IPv4/IPv6; 0.0.0.0 only when asked
     std::uint16_t port = 8002;       // 0: any free port, see ChatServer::port()
     bool quiet = false;              // no join/leave log on stderr
+    fib::Clock::duration idle_timeout = fib::Clock::duration::max();  // max: never
+    fib::Clock::duration write_timeout = std::chrono::seconds(30);    // for each batch sent
 };
 
-class ChatServer {
+class ChatServer : public FiberServer {
 public:
     // Binds and listens at once; throws std::system_error if it cannot.
     explicit ChatServer(const ChatOptions& options);
 
-    std::uint16_t port() const { return port_; }
-
-    // From a fiber of a thread with a FiberManager and a Waiter: accept and
-    // chat until `stop_fd` turns readable (the program's signalfd, or a test's
-    // pipe). Then stop accepting, close every client and return once each
-    // client's fiber has ended. Call it once.
-    void serve(int stop_fd);
-
     // Readable from any thread, e.g. a test's, while serve() runs.
-    std::uint64_t clients_served() const { return served_.load(std::memory_order_relaxed); }
-    std::size_t clients_connected() const { return open_.load(std::memory_order_relaxed); }
     std::uint64_t lines_relayed() const { return room_.lines_relayed(); }
     std::uint64_t lines_dropped() const { return room_.lines_dropped(); }
+    std::uint64_t idle_closed() const { return idle_closed_.load(std::memory_order_relaxed); }
+    std::uint64_t slow_closed() const { return slow_closed_.load(std::memory_order_relaxed); }
+
+protected:
+    void serve_client(int socket) override;
 
 private:
-    void accept_clients();
-    void back_off_after(int error);
-    void serve_client(fib::UniqueFd socket);
-    void chat_until_closed(ChatMember& member);
+    int chat_until_closed(ChatMember& member, std::uint64_t& said);
+    fib::Ready wait_for_news(ChatMember& member, fib::Clock::time_point idle_deadline);
 
     ChatOptions options_;
-    fib::UniqueFd listener_;
-    std::uint16_t port_;
-    bool stopping_ = false;
     unsigned last_number_ = 0;  // users are numbered 1, 2, ... in the order they join
     ChatRoom room_;
-    fib::CondVar client_left_;  // notified whenever a client's fiber ends
-    std::atomic<std::uint64_t> served_{0};
-    std::atomic<std::size_t> open_{0};
+    std::atomic<std::uint64_t> idle_closed_{0};
+    std::atomic<std::uint64_t> slow_closed_{0};
 };
