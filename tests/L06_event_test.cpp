@@ -12,6 +12,8 @@
 #include <thread>
 #include <type_traits>
 
+#include <poll.h>
+
 #include "L04_waiter_harness.hpp"
 #include "fib/event.hpp"
 #include "fib/waiter.hpp"

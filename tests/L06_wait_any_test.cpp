@@ -175,6 +175,29 @@ TEST(L06_WaitAny, TimeoutGivesTimedOutAndLeavesTheFdsFreeForAnotherFiber) {
     EXPECT_FALSE(mail.try_wait());
 }
 
+// An Event already set on this thread ends wait_any before it parks: no switch, no
+// registration. A pipe listed before it that is readable too still wins (the lowest index);
+// one listed after it does not.
+TEST(L06_WaitAny, AnEventAlreadySetEndsTheWaitWithoutParkingAndALowerReadyFdStillWins) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    Pair before = make_fds(), after = make_fds();
+    fib::Event mail;
+    mail.set();
+    const std::uint64_t switches = manager.stats().switches;
+    const fib::Ready alone = fib::wait_any({{before.first.get(), POLLIN}, mail, {after.first.get(), POLLIN}});
+    EXPECT_EQ(alone.index, 1);
+    EXPECT_EQ(alone.revents, POLLIN);
+    ASSERT_EQ(::write(before.second.get(), "b", 1), 1);
+    ASSERT_EQ(::write(after.second.get(), "a", 1), 1);
+    const fib::Ready both = fib::wait_any({{before.first.get(), POLLIN}, mail, {after.first.get(), POLLIN}});
+    EXPECT_EQ(both.index, 0);
+    EXPECT_EQ(both.revents, POLLIN);
+    EXPECT_EQ(manager.stats().switches, switches);
+    EXPECT_EQ(waiter.stats().fibers_started, 0u);
+    EXPECT_TRUE(mail.try_wait());  // wait_any does not reset it
+}
+
 // Main sits in wait_any with a timeout; another thread waits until main's thread is in the
 // Poller's system call, then sets the Event. One blocking poll, and the Event is the answer.
 TEST(L06_WaitAny, AnEventSetFromAnotherThreadWakesATimedWaitAny) {

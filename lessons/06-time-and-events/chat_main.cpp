@@ -1,7 +1,7 @@
 // chat_main.cpp — lesson 6: the chat_server program: flags, signals, a summary at the end.
 //
 //   build/lessonN/chat_server [--port N] [--bind ADDR] [--backend NAME] [--idle-timeout S]
-//                             [--write-timeout S] [--quiet]
+//                             [--write-timeout S] [--eventfd-mail] [--quiet]
 //
 // Talk to it with two terminals running `nc 127.0.0.1 8002`: each line typed in
 // one appears in the other. SIGINT and SIGTERM arrive through a signalfd
@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <exception>
 #include <optional>
+#include <string_view>
 
 #include "../04-echo-server/server_program.hpp"
 #include "chat_server.hpp"
@@ -22,7 +23,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: chat_server [--port N] [--bind ADDR] [--backend NAME] [--idle-timeout S]\n"
-    "                   [--write-timeout S] [--quiet] [--help]\n"
+    "                   [--write-timeout S] [--eventfd-mail] [--quiet] [--help]\n"
     "\n"
     "A line-based TCP chat room: one thread, one fiber per client. Each line a client sends\n"
     "goes to every other client as 'user N: line'. A client that reads too slowly misses\n"
@@ -35,6 +36,8 @@ constexpr const char* kUsage =
     "  --backend NAME     how the Waiter asks the kernel which fds are ready: epoll or poll;\n"
     "                     the list below says what this build has\n"
     TIMEOUT_FLAGS_USAGE
+    "  --eventfd-mail     wake each member's fiber through its Event's eventfd, as another\n"
+    "                     thread would, not directly (for scripts/count-syscalls.py)\n"
     "  --quiet            do not log each client's join and leave on stderr\n"
     "  --help             print this and exit\n"
     "\n"
@@ -47,8 +50,14 @@ int main(int argc, char** argv) {
     const int stop_fd = stop_signal_fd();
     // Port 8002 by default, so that the chat and echo servers can run at once.
     TimeoutFlags timeouts;
+    bool eventfd_mail = false;
+    const ExtraFlags mail_flag = [&eventfd_mail](const char* flag, const auto&) -> FlagResult {
+        eventfd_mail = std::string_view(flag) == "--eventfd-mail";
+        return {eventfd_mail};
+    };
     const ServerFlags flags = parse_server_flags(
-        argc, argv, {"chat_server", kUsage, fib::poller_names(), timeout_flags(timeouts), ChatOptions{}.port});
+        argc, argv,
+        {"chat_server", kUsage, fib::poller_names(), timeout_flags(timeouts, mail_flag), ChatOptions{}.port});
     raise_fd_limit();
 
     fib::FiberManager manager;
@@ -59,7 +68,8 @@ int main(int argc, char** argv) {
                                    .port = flags.port,
                                    .quiet = flags.quiet,
                                    .idle_timeout = timeouts.idle(),
-                                   .write_timeout = timeouts.write()});
+                                   .write_timeout = timeouts.write(),
+                                   .eventfd_mail = eventfd_mail});
     } catch (const std::exception& error) {
         std::fprintf(stderr, "chat_server: %s\n", error.what());
         return 1;

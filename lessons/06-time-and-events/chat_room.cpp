@@ -6,7 +6,8 @@
 
 #include "fib/wait_any.hpp"
 
-ChatMember::ChatMember(unsigned number, int socket) : socket_(socket) {
+ChatMember::ChatMember(unsigned number, int socket, bool eventfd_mail)
+    : socket_(socket), eventfd_mail_(eventfd_mail) {
     std::snprintf(name_, sizeof name_, "user %u", number);
 }
 
@@ -22,7 +23,12 @@ bool ChatMember::deliver(std::string_view line) {
     }
     const bool was_empty = outbox_.empty();
     outbox_.append(line);
-    if (was_empty) mail_.set();
+    if (was_empty) {
+        if (eventfd_mail_)
+            mail_.set_from_signal_handler();
+        else
+            mail_.set();
+    }
     return true;
 }
 

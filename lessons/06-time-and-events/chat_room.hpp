@@ -52,8 +52,11 @@ public:
     // about twice this, however slowly its client reads.
     static constexpr std::size_t kOutboxBytes = 64 * 1024;
 
-    // Throws std::system_error if there is no eventfd for the mail.
-    ChatMember(unsigned number, int socket);
+    // Throws std::system_error if there is no eventfd for the mail. With
+    // `eventfd_mail`, the room sets the mail through its eventfd, as another
+    // thread would (chat_server --eventfd-mail): two system calls more per
+    // delivery, which scripts/count-syscalls.py shows.
+    ChatMember(unsigned number, int socket, bool eventfd_mail = false);
 
     const char* name() const { return name_; }  // "user 7"
     int socket() const { return socket_; }
@@ -77,6 +80,7 @@ public:
 private:
     char name_[24];
     int socket_;
+    bool eventfd_mail_;
     fib::Event mail_;
     std::string outbox_;         // what the room gave, not yet taken; at most kOutboxBytes
     std::string in_flight_;      // the batch being sent; the room never touches it

@@ -21,7 +21,7 @@ ChatServer::ChatServer(const ChatOptions& options)
 void ChatServer::serve_client(int socket) {
     std::optional<ChatMember> member;
     try {
-        member.emplace(++last_number_, socket);
+        member.emplace(++last_number_, socket, options_.eventfd_mail);
     } catch (const std::system_error& error) {
         // No eventfd for its mail (out of fds): this client cannot chat.
         std::fprintf(stderr, "chat_server: %s: %s\n", fib::this_fiber::name(), error.what());

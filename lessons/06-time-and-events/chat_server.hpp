@@ -36,6 +36,7 @@ struct ChatOptions {
     bool quiet = false;              // no join/leave log on stderr
     fib::Clock::duration idle_timeout = fib::Clock::duration::max();  // max: never
     fib::Clock::duration write_timeout = std::chrono::seconds(30);    // for each batch sent
+    bool eventfd_mail = false;       // see ChatMember
 };
 
 class ChatServer : public FiberServer {
