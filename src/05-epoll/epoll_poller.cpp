@@ -12,7 +12,6 @@
 #include <cstring>
 
 #include "fib/fatal.hpp"
-#include "fib/unique_fd.hpp"
 
 namespace fib {
 namespace {
@@ -42,8 +41,13 @@ unsigned forks_so_far() {
 class EpollPoller final : public Poller {
 public:
     EpollPoller() : epoll_(::epoll_create1(EPOLL_CLOEXEC)), forks_(forks_so_far()) {
-        if (!epoll_) fatal("epoll_create1 failed: %s", std::strerror(errno));
+        if (epoll_ < 0) fatal("epoll_create1 failed: %s", std::strerror(errno));
     }
+    // The epoll fd is the Poller's own, never waited on, so a bare close(2):
+    // io::close would tell the Waiter, which is being destroyed with it.
+    ~EpollPoller() override { ::close(epoll_); }
+    EpollPoller(const EpollPoller&) = delete;
+    EpollPoller& operator=(const EpollPoller&) = delete;
 
     const char* name() const override { return "epoll"; }
 
@@ -76,7 +80,7 @@ public:
         FdState& state = states_[fd];
         if (state.registered) {
             ++interest_changes_;
-            ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);  // still the old file
+            ::epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);  // still the old file
         }
         state.registered = state.wanted = 0;
         ++state.generation;
@@ -96,7 +100,7 @@ public:
             timeout_ms = 0;  // report those at once, with whatever else is ready
         }
         ++epochs_;
-        const int count = ::epoll_wait(epoll_.get(), events_, kBatch, timeout_ms);
+        const int count = ::epoll_wait(epoll_, events_, kBatch, timeout_ms);
         if (count < 0) {
             if (errno == EINTR) return;
             fatal("the Waiter's epoll_wait failed: %s", std::strerror(errno));
@@ -139,14 +143,14 @@ private:
                               : state.registered ? EPOLL_CTL_MOD
                                                  : EPOLL_CTL_ADD;
         ++interest_changes_;
-        int result = ::epoll_ctl(epoll_.get(), operation, fd, &event);
+        int result = ::epoll_ctl(epoll_, operation, fd, &event);
         if (result < 0 && errno == ENOENT && operation == EPOLL_CTL_MOD) {
             // Closed behind our back (not through io::close) and reopened: the
             // kernel dropped the old registration. Start this fd afresh.
             ++state.generation;
             event.data.u64 = tag(fd, state.generation);
             ++interest_changes_;
-            result = ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &event);
+            result = ::epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &event);
         }
         if (result == 0) {
             state.registered = events;
@@ -175,7 +179,7 @@ private:
         if (state.wanted && wanted) ready.push_back(PollEvent{fd, wanted});
     }
 
-    UniqueFd epoll_;
+    int epoll_;
     unsigned forks_;  // forks_so_far() when made
     std::uint64_t epochs_ = 0;  // epoll_waits made and Waiter stops seen
     std::vector<FdState> states_;          // indexed by fd
