@@ -65,7 +65,7 @@ TWICE_ENV_5 := FIB_BACKEND=poll
 L6      := lessons/$(DIR_6)
 UDP_6   := $(L6)/udp_echo.cpp
 CHAT_6  := $(L6)/chat_room.cpp $(L6)/chat_server.cpp $(L6)/fiber_server.cpp
-DEMO_6  := $(L6)/main.cpp $(L6)/demo_timers.cpp $(L6)/demo_chat.cpp $(CHAT_6)
+DEMO_6  := $(L6)/main.cpp $(L6)/demo_timers.cpp $(L6)/demo_cancel.cpp $(L6)/demo_chat.cpp $(CHAT_6)
 TESTS_6 := $(UDP_6) $(CHAT_6)
 PROGRAMS_6            := echo_server chat_server
 SOURCES_6_echo_server := $(L6)/echo_main.cpp $(L6)/stop_signals.cpp $(L4)/server_program.cpp \

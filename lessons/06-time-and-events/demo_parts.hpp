@@ -4,4 +4,5 @@
 
 bool event_demo();     // main.cpp: an Event set by a worker thread wakes a fiber
 bool timers_demo();    // demo_timers.cpp: sleeps, wait_for, wait_any
+bool cancel_demo();    // demo_cancel.cpp: three blocked fibers cancelled
 bool chat_demo();      // demo_chat.cpp: three clients in the chat room

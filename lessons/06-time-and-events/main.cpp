@@ -1,5 +1,5 @@
 // main.cpp — lesson 6 demo: an Event set by another thread; then timers and wait_any
-// (demo_timers.cpp) and the chat (demo_chat.cpp).
+// (demo_timers.cpp), cancellation (demo_cancel.cpp) and the chat (demo_chat.cpp).
 //
 // A worker thread adds up numbers while fibers run; a fiber waiting on an
 // Event wakes when the worker sets it, through the Waiter.
@@ -44,6 +44,7 @@ bool event_demo() {
 int main() {
     const bool event_ok = event_demo();
     const bool timers_ok = timers_demo();
+    const bool cancel_ok = cancel_demo();
     const bool chat_ok = chat_demo();
-    return event_ok && timers_ok && chat_ok ? 0 : 1;
+    return event_ok && timers_ok && cancel_ok && chat_ok ? 0 : 1;
 }
