@@ -135,7 +135,7 @@ TEST(L06_EventDeathTest, TwoFibersWaitingOnOneEventStop) {
     EXPECT_DEATH(two_fibers_wait_on_one_event(), "already waits on; one fiber at a time may");
 }
 
-// set_from_signal_handler() runs in signal handlers, which must leave errno alone. A write that fails (here the
+// set_through_eventfd() runs in signal handlers, which must leave errno alone. A write that fails (here the
 // eventfd's counter is full: EAGAIN) must not leak its errno to the interrupted code; the
 // Event is signaled anyway.
 TEST(L06_Event, SetLeavesErrnoAloneEvenWhenItsWriteFails) {
@@ -145,7 +145,7 @@ TEST(L06_Event, SetLeavesErrnoAloneEvenWhenItsWriteFails) {
     const std::uint64_t nearly_full = 0xfffffffffffffffe;
     ASSERT_EQ(::write(event.fd(), &nearly_full, sizeof nearly_full), 8);
     errno = 0;
-    event.set_from_signal_handler();  // the write fails with EAGAIN
+    event.set_through_eventfd();  // the write fails with EAGAIN
     EXPECT_EQ(errno, 0);
     EXPECT_TRUE(event.try_wait());
 }

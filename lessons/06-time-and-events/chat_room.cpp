@@ -25,7 +25,7 @@ bool ChatMember::deliver(std::string_view line) {
     outbox_.append(line);
     if (was_empty) {
         if (eventfd_mail_)
-            mail_.set_from_signal_handler();
+            mail_.set_through_eventfd();
         else
             mail_.set();
     }

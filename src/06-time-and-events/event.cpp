@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstdint>
 #include <system_error>
-#include <utility>
 
 #include "fib/cancel.hpp"
 #include "fib/fatal.hpp"
@@ -30,10 +29,10 @@ Event::~Event() {
 void Event::set() {
     FiberManager* owner = owner_.load(std::memory_order_acquire);
     if (!owner || owner != FiberManager::current()) {
-        set_from_signal_handler();
+        set_through_eventfd();
         return;
     }
-    signaled_ = true;
+    signaled_.store(true, std::memory_order_relaxed);
     if (waiting_ && waiting_->state == FiberState::Blocked) owner->wake(waiting_);
 }
 
@@ -45,7 +44,7 @@ void Event::set() {
 // about to read errno), and a failed write sets it: say, EAGAIN when the
 // counter is full (set 2^64 - 2 times without a wait). Then the Event is
 // signaled anyway, which is all a set promises.
-void Event::set_from_signal_handler() {
+void Event::set_through_eventfd() {
     const int saved_errno = errno;
     eventfd_used_.store(true, std::memory_order_release);
     const std::uint64_t one = 1;
@@ -56,7 +55,7 @@ void Event::set_from_signal_handler() {
 
 // Reading an eventfd returns its counter and sets it to 0: signaled -> not.
 bool Event::try_wait() {
-    const bool flag = std::exchange(signaled_, false);
+    const bool flag = signaled_.exchange(false, std::memory_order_relaxed);
     if (!eventfd_used_.load(std::memory_order_acquire)) return flag;
     std::uint64_t count = 0;
     for (;;) {

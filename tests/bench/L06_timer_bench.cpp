@@ -1,10 +1,13 @@
-// L06_timer_bench.cpp — make bench, lesson 6: what a deadline and a cross-thread wake-up cost.
+// L06_timer_bench.cpp — make bench, lesson 6: what a deadline and an Event's wake-ups cost.
 //
 //   timer_add_cancel  add a Timer to a heap already holding 10,000 others, then cancel
 //                     it (a wait that ends before its deadline): ns per add + cancel
 //   event_pingpong    a thread and a fiber handing a turn back and forth through two
 //                     Events: ns per one-way hand-off (an eventfd write, the Waiter's
 //                     epoll_wait or poll, a read), next to two threads on a futex
+//   event_pingpong_fibers  two fibers of one thread doing the same: a same-thread
+//                     set() wakes the other fiber directly, no system call; next to
+//                     lesson 3's condvar_pingpong
 #include <poll.h>
 
 #include <atomic>
@@ -14,6 +17,7 @@
 
 #include "bench.hpp"
 #include "fib/event.hpp"
+#include "fib/fiber.hpp"
 #include "fib/timer.hpp"
 
 namespace bench {
@@ -44,7 +48,8 @@ Summary add_cancel_each(long operations) {
 }
 
 // `ping` is the fiber's to set and the thread's to wait on; `pong` the other way.
-// The thread waits in poll(2) on ping's eventfd, as a thread with no Waiter would.
+// The thread waits in poll(2) on ping's eventfd, as a thread with no Waiter
+// would, so the fiber sets ping through the eventfd.
 Summary event_handoff(long operations) {
     fib::FiberManager manager;
     fib::Waiter waiter;
@@ -61,14 +66,37 @@ Summary event_handoff(long operations) {
     });
     const Summary summary = ns_per_op(operations, [&](long count) {
         for (long i = 0; i < count / 2; ++i) {
-            ping.set();
+            ping.set_through_eventfd();
             pong.wait();
         }
     });
     done.store(true);
-    ping.set();
+    ping.set_through_eventfd();
     partner.join();
     return summary;
+}
+
+// Each fiber waits on its own Event and sets the other's.
+Summary event_handoff_between_fibers(long operations) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    return ns_per_op(operations, [](long count) {
+        fib::Event ping, pong;
+        fib::Fiber pinger([&] {
+            for (long i = 0; i < count / 2; ++i) {
+                pong.set();
+                ping.wait();
+            }
+        });
+        fib::Fiber ponger([&] {
+            for (long i = 0; i < count / 2; ++i) {
+                pong.wait();
+                ping.set();
+            }
+        });
+        pinger.join();
+        ponger.join();
+    });
 }
 
 void timer_costs(std::vector<Figure>& figures) {
@@ -79,8 +107,13 @@ void timer_costs(std::vector<Figure>& figures) {
     if (const Figure* threads = find(figures, "thread_pingpong"))
         compare(event, "thread_pingpong", "thread_pingpong_ratio",
                 event.value.median / threads->value.median);
+    Figure fibers{"event_pingpong_fibers", event_handoff_between_fibers(2'000'000)};
+    if (const Figure* condvar = find(figures, "condvar_pingpong"))
+        compare(fibers, "condvar_pingpong", "condvar_pingpong_ratio",
+                fibers.value.median / condvar->value.median);
     figures.push_back(timer);
     figures.push_back(event);
+    figures.push_back(fibers);
 }
 
 [[maybe_unused]] const bool registered = add(Section{"timers", 6, false, timer_costs});

@@ -16,13 +16,15 @@
 //   set() on that thread             a flag, and the waiting fiber is woken
 //                                    directly: no system call at all
 //   set() on another thread,         writes 1 to an eventfd, which the Waiter
-//   set_from_signal_handler()        watches while a fiber waits: the kernel
+//   set_through_eventfd()            watches while a fiber waits: the kernel
 //                                    wakes it through poll/epoll
 //
 // A chat room's fibers set each other's Events on one thread, a line at a
-// time, so the first path is the one that counts; the eventfd is for threads
-// and signal handlers, which must not touch the fibers' queues. Nothing ever
-// polls. One fiber at a time may wait on an Event.
+// time, so the first path is the one that counts. The eventfd is for other
+// threads and for signal handlers, which must not touch the fibers' queues: a
+// handler may interrupt the Event's own thread anywhere, even inside the
+// manager, so it calls set_through_eventfd(). Nothing ever polls. One fiber
+// at a time may wait on an Event, and only a fiber of its thread.
 #pragma once
 
 #include <atomic>
@@ -41,21 +43,22 @@ public:
 
     // Signals the Event, from any thread: see above.
     void set();
-    // Signals the Event through the eventfd only. Async-signal-safe, and keeps
-    // errno: for a signal handler, which may interrupt the Event's own thread
-    // anywhere, even inside the manager.
-    void set_from_signal_handler();
+    // Signals the Event through the eventfd only: async-signal-safe, and keeps
+    // errno, for a signal handler; and the way for a fiber to wake a thread
+    // that watches fd() itself, since a same-thread set() leaves fd() alone.
+    void set_through_eventfd();
 
     // From a fiber: returns true once the Event is signaled, and resets it;
     // false if the fiber is cancelled first (cancel.hpp).
     bool wait();
-    // Resets the Event if it is signaled; true if it was. Never suspends.
+    // Resets the Event if it is signaled; true if it was. Never suspends;
+    // safe from any thread.
     bool try_wait();
 
     // For wait_any (wait_any.hpp): the flag, without resetting it; the
     // eventfd (to watch, never to write); and the fiber a same-thread set()
     // wakes while it waits.
-    bool flag_set() const { return signaled_; }
+    bool flag_set() const { return signaled_.load(std::memory_order_relaxed); }
     int fd() const { return eventfd_.get(); }
     void attach(FiberRecord* fiber);
     void detach() { waiting_ = nullptr; }
@@ -64,7 +67,7 @@ private:
     UniqueFd eventfd_;
     std::atomic<FiberManager*> owner_{nullptr};  // the thread's manager, from the first wait
     std::atomic<bool> eventfd_used_{false};      // set for good by the first eventfd write
-    bool signaled_ = false;                      // set() on the owner's thread
+    std::atomic<bool> signaled_{false};          // set() on the owner's thread
     FiberRecord* waiting_ = nullptr;             // the fiber in wait() or wait_any()
 };
 
