@@ -46,7 +46,7 @@ FLAGS_2 := tests/L02_big_frame.cpp=-fno-stack-clash-protection
 DEMO_3  := lessons/$(DIR_3)/main.cpp
 
 L4      := lessons/$(DIR_4)
-ECHO_4  := $(L4)/echo_server.cpp
+ECHO_4  := $(L4)/echo_server.cpp $(L4)/echo_connection.cpp
 DEMO_4  := $(L4)/main.cpp $(ECHO_4)
 TESTS_4 := $(ECHO_4)
 PROGRAMS_4             := echo_server echo_threads echo_load

@@ -1,27 +1,33 @@
 // L04_echo_harness.hpp — lesson 4: what the echo server's tests share. The server on a thread of
 // its own (L04_server_thread.hpp), bounded polling for its state, random payloads, the fds open
-// in this process, and clients both ways: fibers (round_trip, read_back) and blocking sockets
-// (blocking_echo).
-// Included by tests/L04_echo_test.cpp and tests/L04_echo_hostile_test.cpp.
+// in this process, the kernel's socket buffer limits, and clients both ways: fibers
+// (round_trip, read_back, NonReadingClient) and blocking sockets (blocking_echo).
+// Included by tests/L04_echo_test.cpp, tests/L04_echo_hostile_test.cpp and
+// tests/L04_echo_buffer_test.cpp.
 #pragma once
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "../lessons/04-echo-server/echo_server.hpp"
 #include "L04_server_thread.hpp"
+#include "fib/condvar.hpp"
 #include "fib/fiber.hpp"
 #include "fib/io.hpp"
 #include "fib/tcp.hpp"
@@ -69,8 +75,9 @@ inline std::set<int> open_fds() {
 }
 
 // From a fiber: reads the echo on `fd` until EOF, checking it byte for byte against `expected`.
-inline bool read_back(int fd, const Bytes& expected) {
-    Bytes buffer(kChunk);
+// `slowly`: at most `piece` bytes per read, and a yield after each, so the other fibers run.
+inline bool read_back(int fd, const Bytes& expected, bool slowly = false, std::size_t piece = kChunk) {
+    Bytes buffer(piece);
     std::size_t have = 0;
     bool same = true;
     ssize_t n;
@@ -79,6 +86,7 @@ inline bool read_back(int fd, const Bytes& expected) {
         same = same && have + got <= expected.size() &&
                std::memcmp(buffer.data(), expected.data() + have, got) == 0;
         have += got;
+        if (slowly) fib::this_fiber::yield();
     }
     return n == 0 && same && have == expected.size();
 }
@@ -100,6 +108,71 @@ inline bool round_trip(std::uint16_t port, const Bytes& payload) {
     writer.join();
     return intact;
 }
+
+// The most the kernel grows a TCP socket's buffer to: "tcp_rmem" or "tcp_wmem", third field.
+inline std::size_t kernel_buffer_max(const char* name) {
+    std::ifstream file(std::string("/proc/sys/net/ipv4/") + name);
+    std::size_t low = 0, initial = 0, most = 0;
+    file >> low >> initial >> most;
+    return most;
+}
+
+// From a fiber: a client that sends more than every buffer on its path can hold and reads
+// nothing until the test calls read_back. The server's two buffers grow at most to tcp_rmem's
+// and tcp_wmem's maximum; this client's own are set to 64 KiB. So its writer fiber stalls,
+// and once it has, the server's fiber for this client has stopped reading it: it is parked
+// sending an echo that the client does not take.
+struct NonReadingClient {
+    NonReadingClient(std::uint16_t port, std::mt19937_64& random)
+        : payload(random_bytes(kernel_buffer_max("tcp_rmem") + kernel_buffer_max("tcp_wmem") + 4 * kMiB,
+                               random)),
+          socket(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) {
+        const int small = 64 * 1024;
+        ::setsockopt(socket.get(), SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+        ::setsockopt(socket.get(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        const fib::tcp::Address where = fib::tcp::make_address("127.0.0.1", port);
+        connected = fib::io::connect(socket.get(), where.get(), where.length) == 0;
+        if (connected) writer = fib::Fiber([this] { write_all_then_shut(); });
+    }
+    ~NonReadingClient() {
+        if (writer.joinable()) writer.join();
+    }
+
+    // Waits until the writer stalls (true) or has sent everything (false: the buffers held it).
+    bool stalls() {
+        changed.wait([&] { return stalled || done; });
+        return stalled && !done;
+    }
+    // Reads the whole echo and checks every byte (see read_back), then joins the writer.
+    bool reads_back(bool slowly = false, std::size_t piece = kChunk) {
+        const bool intact = read_back(socket.get(), payload, slowly, piece);
+        writer.join();
+        return intact && done;
+    }
+
+    Bytes payload;
+    fib::UniqueFd socket;
+    bool connected = false, stalled = false, done = false;
+    fib::CondVar changed;
+    fib::Fiber writer;
+
+private:
+    void write_all_then_shut() {
+        for (std::size_t at = 0; at < payload.size();) {
+            const ssize_t n = ::send(socket.get(), &payload[at], std::min(kChunk, payload.size() - at),
+                                     MSG_NOSIGNAL);
+            if (n < 0 && errno != EAGAIN) return;
+            at += n > 0 ? static_cast<std::size_t>(n) : 0;
+            if (n > 0) continue;
+            stalled = true;
+            changed.notify_all();
+            fib::io::wait(socket.get(), POLLOUT);
+        }
+        ::shutdown(socket.get(), SHUT_WR);
+        done = true;
+        changed.notify_all();
+    }
+};
 
 // A blocking client socket for the tests without fibers. The timeouts only turn a hang (a
 // broken server) into a failed call; no result depends on them.

@@ -48,7 +48,8 @@ void EchoServer::accept_clients() {
             back_off_after(errno);
             continue;
         }
-        // An echo larger than the buffer goes out in several writes: no Nagle.
+        // A rest the kernel did not take at once goes out in a send() of its
+        // own: no Nagle, which would hold it back until the client's ACK.
         fib::tcp::set_no_delay(socket.get());
         const fib::tcp::AddressText name = fib::tcp::to_text(reinterpret_cast<sockaddr*>(&peer));
         try {
@@ -97,7 +98,14 @@ void EchoServer::serve_client(fib::UniqueFd socket) {
     if (!stopping_) {
         Client client{socket.get(), {}};
         clients_.push_back(&client);
-        echo_until_closed(socket.get());
+        if (!options_.quiet)
+            std::fprintf(stderr, "echo_server: %s connected (%zu open)\n", fib::this_fiber::name(),
+                         open_connections());
+        const EchoConnection::Ended ended = echo(socket.get());
+        if (!options_.quiet)
+            std::fprintf(stderr, "echo_server: %s left after %llu bytes%s%s\n",
+                         fib::this_fiber::name(), static_cast<unsigned long long>(ended.echoed),
+                         ended.error ? ": " : "", ended.error ? std::strerror(ended.error) : "");
         clients_.remove(&client);
     }
     socket.reset();  // closed before it stops being counted as open
@@ -105,44 +113,7 @@ void EchoServer::serve_client(fib::UniqueFd socket) {
     client_left_.notify_all();
 }
 
-// Read what the client sends and write it all back, until it closes, fails,
-// or the server shuts the socket down.
-void EchoServer::echo_until_closed(int socket) {
-    if (!options_.quiet)
-        std::fprintf(stderr, "echo_server: %s connected (%zu open)\n", fib::this_fiber::name(),
-                     open_connections());
-    // 8 KiB on the fiber's 64 KiB stack. Each 4 KiB of it is a resident page
-    // per connection, even for an idle client: -fstack-clash-protection writes
-    // to every page of a frame larger than a page as the frame is set up.
-    // (make bench-lesson4's conn_rss row measures what an idle connection costs.)
-    char buffer[8 * 1024];
-    std::uint64_t echoed = 0;
-    int error = 0;
-    bool drained = false;
-    for (;;) {
-        const ssize_t received = receive(socket, buffer, sizeof buffer, drained);
-        if (received <= 0) {
-            error = received < 0 ? errno : 0;
-            break;
-        }
-        if (fib::io::send_all(socket, buffer, static_cast<std::size_t>(received)) < 0) {
-            error = errno;
-            break;
-        }
-        drained = static_cast<std::size_t>(received) < sizeof buffer;
-        echoed += static_cast<std::uint64_t>(received);
-        bytes_.fetch_add(static_cast<std::uint64_t>(received), std::memory_order_relaxed);
-    }
-    if (!options_.quiet)
-        std::fprintf(stderr, "echo_server: %s left after %llu bytes%s%s\n", fib::this_fiber::name(),
-                     static_cast<unsigned long long>(echoed), error ? ": " : "",
-                     error ? std::strerror(error) : "");
-}
-
-// A read that returned less than it asked for took all the socket had, so
-// reading again at once would only fail with EAGAIN: wait for more first, and
-// save that system call (one in three per message, before this).
-ssize_t EchoServer::receive(int socket, void* buffer, std::size_t size, bool drained) {
-    if (drained) fib::io::wait(socket, POLLIN);
-    return fib::io::read(socket, buffer, size);
+EchoConnection::Ended EchoServer::echo(int socket) {
+    EchoConnection connection(socket, read_buffer_, bytes_);
+    return connection.run();
 }

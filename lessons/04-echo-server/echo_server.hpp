@@ -9,12 +9,11 @@
 //   server.serve(stop_fd);                    // until stop_fd turns readable
 #pragma once
 
-#include <sys/types.h>
-
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 
+#include "echo_connection.hpp"
 #include "fib/condvar.hpp"
 #include "fib/intrusive_list.hpp"
 #include "fib/unique_fd.hpp"
@@ -45,11 +44,13 @@ public:
     std::size_t open_connections() const { return open_.load(std::memory_order_relaxed); }
 
 protected:
-    // How a client's fiber reads: io::read, after waiting for the socket to
-    // be readable when the last read `drained` it. Virtual, so that a server
-    // built on this one may read another way. <= 0 ends the client: 0 at its
-    // end of file, -1 with errno on an error.
-    virtual ssize_t receive(int socket, void* buffer, std::size_t size, bool drained);
+    // What a client's fiber runs between its "connected" and "left" lines: an
+    // EchoConnection on `socket`, this server's read buffer and byte count.
+    // Virtual, so that a server built on this one may run an EchoConnection
+    // with hooks of its own, made from read_buffer() and bytes_counter().
+    virtual EchoConnection::Ended echo(int socket);
+    SharedReadBuffer& read_buffer() { return read_buffer_; }
+    std::atomic<std::uint64_t>& bytes_counter() { return bytes_; }
 
 private:
     // One connected client; lives in its fiber's frame.
@@ -61,7 +62,6 @@ private:
     void accept_clients();
     void back_off_after(int error);
     void serve_client(fib::UniqueFd socket);
-    void echo_until_closed(int socket);
 
     EchoOptions options_;
     fib::UniqueFd listener_;
@@ -70,6 +70,7 @@ private:
     bool stopping_ = false;
     fib::IntrusiveList<Client, &Client::link> clients_;
     fib::CondVar client_left_;  // notified whenever a client's fiber ends
+    SharedReadBuffer read_buffer_;  // every client fiber reads here (the server has one thread)
     std::atomic<std::uint64_t> served_{0};
     std::atomic<std::uint64_t> bytes_{0};
     std::atomic<std::size_t> open_{0};

@@ -49,7 +49,7 @@ void ChatServer::serve_client(int socket) {
 int ChatServer::chat_until_closed(ChatMember& member, std::uint64_t& said) {
     LineSplitter lines;
     fib::Clock::time_point idle_deadline = fib::deadline_after(options_.idle_timeout);
-    // 4 KiB on the fiber's stack: a resident page per member.
+    // 4 KiB on the fiber's stack: a resident page per member (see SharedReadBuffer).
     char buffer[4096];
     for (;;) {
         if (!member.send_outbox(options_.write_timeout)) {

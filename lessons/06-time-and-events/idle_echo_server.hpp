@@ -28,17 +28,34 @@ public:
     std::uint64_t idle_closed() const { return idle_closed_.load(std::memory_order_relaxed); }
 
 protected:
-    ssize_t receive(int socket, void* buffer, std::size_t size, bool drained) override {
-        ssize_t received = -1;
-        if (drained && fib::io::wait(socket, POLLIN, idle_timeout_).timed_out())
-            errno = ETIMEDOUT;
-        else
-            received = fib::io::read(socket, buffer, size, idle_timeout_);
-        if (received < 0 && errno == ETIMEDOUT) idle_closed_.fetch_add(1, std::memory_order_relaxed);
-        return received;
+    EchoConnection::Ended echo(int socket) override {
+        IdleConnection connection(socket, *this);
+        return connection.run();
     }
 
 private:
+    // Lesson 4's echo loop with a deadline on its receive hook.
+    class IdleConnection : public EchoConnection {
+    public:
+        IdleConnection(int socket, IdleEchoServer& server)
+            : EchoConnection(socket, server.read_buffer(), server.bytes_counter()), server_(server) {}
+
+    protected:
+        ssize_t receive(void* buffer, std::size_t size, bool drained) override {
+            ssize_t received = -1;
+            if (drained && fib::io::wait(socket(), POLLIN, server_.idle_timeout_).timed_out())
+                errno = ETIMEDOUT;
+            else
+                received = fib::io::read(socket(), buffer, size, server_.idle_timeout_);
+            if (received < 0 && errno == ETIMEDOUT)
+                server_.idle_closed_.fetch_add(1, std::memory_order_relaxed);
+            return received;
+        }
+
+    private:
+        IdleEchoServer& server_;
+    };
+
     fib::Clock::duration idle_timeout_;
     std::atomic<std::uint64_t> idle_closed_{0};
 };
