@@ -199,9 +199,10 @@ private:
     std::size_t open_clients_ = 0;
     bool accepting_paused_ = false;
     std::uint64_t connections_served_ = 0, bytes_echoed_ = 0, interest_changes_ = 0;
-    // Every read lands here; only a short send copies out of it. 8 KiB, as the
-    // fiber server reads, so that the two make the same calls per message.
-    char buffer_[8 * 1024];
+    // Every read lands here; only a short send copies out of it. 64 KiB, as the
+    // fiber server reads (SharedReadBuffer), so that the two make the same
+    // calls per message, a 16 KiB message included.
+    char buffer_[64 * 1024];
 };
 
 }  // namespace
