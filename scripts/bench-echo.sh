@@ -4,6 +4,8 @@
 # Usage: bench-echo.sh BUILD_DIR        (make bench-echo-lessonN runs it on build/lessonN/)
 #        SERVERS="fiber" bench-echo.sh build/lesson5   (only some of the servers below)
 #        ROUNDS=5 bench-echo.sh build/lesson5          (more rounds than the default 3)
+#        CONFIGS="1 64,100 16384" bench-echo.sh ...    (only some of the configurations)
+#        PIN=0 bench-echo.sh build/lesson5             (let the kernel place the processes)
 #
 # For each configuration (connections x message size, plus idle connections
 # for some), each round runs every server once under a 2-second echo_load, the
@@ -11,6 +13,17 @@
 # run hits them all alike. It prints a table of medians (with min-max) and
 # RESULT lines for scripts, and fails if echo_load saw a wrong byte, a failed
 # connection or a failure exit.
+#
+# Every server runs on the same CPUs, all those this script may use but the
+# last, and echo_load on the last one (taskset), so that each server meets the
+# load on equal terms. Left to itself, the kernel places a server and its
+# client on one CPU in some runs and on two in others, and not alike for every
+# server (the new thread of a thread-per-client server often lands beside the
+# client). On a virtual machine that choice decides a 1-connection row:
+# there, each round trip wakes the server and then the client, and a wake-up
+# on a CPU that was idle costs tens of microseconds, so a round trip on one
+# CPU is about five times faster than across two (lesson 4's README has the
+# numbers). The row then measured the placement, not the server.
 #
 # A server that prints "N interest changes" when it stops (lesson 6's
 # echo_server in its waiter line, echo_epoll in its summary) gets a ctl/msg
@@ -37,6 +50,7 @@ threads    $build/echo_threads --port 0 --quiet
 # open beside them. The idle set shows what each way of waiting pays for fds
 # that have nothing to say: poll passes and scans them all on every call.
 configs=("1 64" "100 64" "1000 64" "100 16384" "100 64 10000")
+[ -z "${CONFIGS:-}" ] || IFS=, read -r -a configs <<<"$CONFIGS"
 # Only these run configurations with idle connections: a thread per idle
 # connection would be 10,000 threads.
 idle_servers=" fiber epoll epoll_loop "
@@ -89,6 +103,31 @@ for config in "${configs[@]}"; do
 done
 configs=("${runnable[@]}")
 
+# The CPUs this script may use, one number each: "0-2,5" -> "0 1 2 5".
+usable_cpus() {
+    local list part
+    list=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
+    IFS=, read -r -a parts <<<"$list"
+    for part in "${parts[@]}"; do
+        if [[ "$part" == *-* ]]; then seq "${part%-*}" "${part#*-}"; else echo "$part"; fi
+    done
+}
+server_on=()
+load_on=()
+placement="wherever the kernel puts them (PIN=0)"
+if [ "${PIN:-1}" != 0 ]; then
+    mapfile -t cpus < <(usable_cpus)
+    if [ "${#cpus[@]}" -lt 2 ] || ! command -v taskset >/dev/null; then
+        placement="wherever the kernel puts them (pinning needs 2 CPUs and taskset)"
+    else
+        server_cpus=$(IFS=,; echo "${cpus[*]:0:${#cpus[@]}-1}")
+        load_cpu=${cpus[-1]}
+        server_on=(taskset -c "$server_cpus")
+        load_on=(taskset -c "$load_cpu")
+        placement="servers on CPU $server_cpus, echo_load on CPU $load_cpu"
+    fi
+fi
+
 work=$(mktemp -d)
 server_pid=""
 cleanup() {
@@ -105,7 +144,7 @@ start_server() {
     # Emptied first: the background shell may open the file only after the
     # first look below, which must not find the previous server's port.
     : >"$work/server.out"
-    ${command[$1]} >"$work/server.out" 2>"$work/server.err" &
+    "${server_on[@]}" ${command[$1]} >"$work/server.out" 2>"$work/server.err" &
     server_pid=$!
     server_port=""
     for _ in $(seq 50); do
@@ -152,6 +191,7 @@ servers_for() {
 
 echo "bench-echo: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), $(nproc) cores, $(uname -r)"
 echo "bench-echo: servers: ${servers[*]}; $rounds rounds of ${seconds} s per server and configuration"
+echo "bench-echo: $placement"
 started=$(date +%s.%N)
 declare -A rps p99 ctl
 for config in "${configs[@]}"; do
@@ -165,7 +205,7 @@ for config in "${configs[@]}"; do
             name=${config_servers[(round + turn) % ${#config_servers[@]}]}
             start_server "$name"
             status=0
-            "$build/echo_load" --port "$server_port" --conns "$conns" --size "$size" --idle "$idle" \
+            "${load_on[@]}" "$build/echo_load" --port "$server_port" --conns "$conns" --size "$size" --idle "$idle" \
                 --seconds "$seconds" >"$work/load.out" 2>&1 || status=$?
             result=$(grep '^RESULT name=echo ' "$work/load.out" || true)
             if [ "$status" -ne 0 ] || [ -z "$result" ] || [ "$(field "$result" mismatches)" != 0 ] ||
