@@ -10,20 +10,21 @@
 # For each configuration (connections x message size, plus idle connections
 # for some), each round runs every server once under a 2-second echo_load, the
 # servers taking turns at going first, so that a machine drifting during the
-# run hits them all alike. It prints a table of medians (with min-max) and
-# RESULT lines for scripts, and fails if echo_load saw a wrong byte, a failed
-# connection or a failure exit.
+# run hits them all alike. It prints a table of medians (with min-max), each
+# server's rps as a ratio to threads' and to epoll_loop's in the same round
+# (the median of those per-round ratios), and RESULT lines for scripts, and
+# fails if echo_load saw a wrong byte, a failed connection or a failure exit.
 #
 # Every server runs on the same CPUs, all those this script may use but the
 # last, and echo_load on the last one (taskset), so that each server meets the
 # load on equal terms. Left to itself, the kernel places a server and its
-# client on one CPU in some runs and on two in others, and not alike for every
-# server (the new thread of a thread-per-client server often lands beside the
-# client). On a virtual machine that choice decides a 1-connection row:
-# there, each round trip wakes the server and then the client, and a wake-up
-# on a CPU that was idle costs tens of microseconds, so a round trip on one
-# CPU is about five times faster than across two (lesson 4's README has the
-# numbers). The row then measured the placement, not the server.
+# client on one CPU in some runs and on two in others, whichever the server,
+# and may move them during a run. On a virtual machine that choice decides a
+# 1-connection row: there, each round trip wakes the server and then the
+# client, and a wake-up on a CPU that was idle costs tens of microseconds, so
+# a round trip on one CPU is about five times faster than across two (lesson
+# 4's README has the numbers). The row then measured the placement, not the
+# server.
 #
 # A server that prints "N interest changes" when it stops (lesson 6's
 # echo_server in its waiter line, echo_epoll in its summary) gets a ctl/msg
@@ -56,7 +57,9 @@ configs=("1 64" "100 64" "1000 64" "100 16384" "100 64 10000")
 idle_servers=" fiber epoll epoll_loop "
 rounds=${ROUNDS:-3}
 seconds=2
-baseline=threads  # the ratio column divides by this server's rps
+# The ratio columns divide by these servers' rps, when they run: threads, the
+# design fibers replace, and epoll_loop, the same service without fibers.
+baselines=(threads epoll_loop)
 
 fail() {
     echo "bench-echo: $*" >&2
@@ -180,6 +183,17 @@ field() { awk -v key="$2" '{ for (i = 1; i <= NF; i++) if (index($i, key "=") ==
 # "median min max" of the numbers given.
 summarize() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m, v[1], v[NR] }'; }
 
+# The median over the rounds of one server's rps over another's in the same
+# round; $1 and $2 list their rps in round order. A machine that drifts between
+# rounds (this VM does, by tens of percent) moves both servers of a round
+# alike, and their ratio stays; a ratio of the two medians would mix rounds.
+paired_ratio() {
+    local median
+    read -r median _ <<<"$(summarize $(awk -v a="$1" -v b="$2" \
+        'BEGIN { n = split(a, x, " "); split(b, y, " "); for (i = 1; i <= n; i++) print (y[i] > 0 ? x[i] / y[i] : 0) }'))"
+    printf '%.2f' "$median"
+}
+
 # The servers that run configuration $1 (conns size [idle]), in the order wanted.
 servers_for() {
     local idle name
@@ -230,9 +244,14 @@ for config in "${configs[@]}"; do
     done
 done
 
+ratio_baselines=()
+for name in "${baselines[@]}"; do
+    [[ " ${servers[*]} " == *" $name "* ]] && ratio_baselines+=("$name")
+done
 echo
-printf '%-29s %-10s %-26s %-14s %-9s %s\n' "config" "server" "rps median (min-max)" "p99 us median" \
-    "ctl/msg" "rps / $baseline"
+printf '%-29s %-10s %-26s %-14s %-9s' "config" "server" "rps median (min-max)" "p99 us median" "ctl/msg"
+for base in "${ratio_baselines[@]}"; do printf ' %-16s' "rps / $base"; done
+echo
 results=()
 idle_lines=()
 for config in "${configs[@]}"; do
@@ -241,8 +260,6 @@ for config in "${configs[@]}"; do
     key=$conns/$size/$idle
     label="conns=$conns size=$size"
     [ "$idle" -eq 0 ] || label+=" idle=$idle"
-    baseline_rps=""
-    [ -z "${rps[$key/$baseline]:-}" ] || read -r baseline_rps _ <<<"$(summarize ${rps[$key/$baseline]})"
     ratios=""
     kept=""
     kept_text=""
@@ -252,11 +269,15 @@ for config in "${configs[@]}"; do
         ctl_median=-
         [[ "${ctl[$key/$name]}" == *-* ]] || read -r ctl_median _ <<<"$(summarize ${ctl[$key/$name]})"
         [ "$ctl_median" = - ] || ctl_median=$(printf '%.4f' "$ctl_median")
-        ratio=-
-        if [ -n "$baseline_rps" ]; then
-            ratio=$(awk -v a="$rps_median" -v b="$baseline_rps" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
-            [ "$name" = "$baseline" ] || ratios+=" ${name}_over_$baseline=$ratio"
-        fi
+        ratio_cells=""
+        for base in "${ratio_baselines[@]}"; do
+            ratio=-
+            if [ -n "${rps[$key/$base]:-}" ]; then
+                ratio=$(paired_ratio "${rps[$key/$name]}" "${rps[$key/$base]}")
+                [ "$name" = "$base" ] || ratios+=" ${name}_over_$base=$ratio"
+            fi
+            ratio_cells+=$(printf ' %-16s' "$ratio")
+        done
         # With idle connections: the share of its rps without them that the server keeps.
         if [ "$idle" -ne 0 ] && [ -n "${rps[$conns/$size/0/$name]:-}" ]; then
             read -r busy_rps _ <<<"$(summarize ${rps[$conns/$size/0/$name]})"
@@ -264,9 +285,9 @@ for config in "${configs[@]}"; do
             kept+=" ${name}_kept=$share"
             kept_text+=" $name $share,"
         fi
-        printf '%-29s %-10s %-26s %-14s %-9s %s\n' "$label" "$name" \
+        printf '%-29s %-10s %-26s %-14s %-9s%s\n' "$label" "$name" \
             "$(printf '%.0f (%.0f-%.0f)' "$rps_median" "$rps_min" "$rps_max")" "$(printf '%.1f' "$p99_median")" \
-            "$ctl_median" "$ratio"
+            "$ctl_median" "$ratio_cells"
         results+=("$(printf 'RESULT name=echo server=%s conns=%s size=%s idle=%s rps=%.0f p99_us=%.1f ctl_per_msg=%s runs=%s' \
             "$name" "$conns" "$size" "$idle" "$rps_median" "$p99_median" "$ctl_median" "$rounds")")
     done
