@@ -22,7 +22,7 @@
 # and may move them during a run. On a virtual machine that choice decides a
 # 1-connection row: there, each round trip wakes the server and then the
 # client, and a wake-up on a CPU that was idle costs tens of microseconds, so
-# a round trip on one CPU is about five times faster than across two (lesson
+# a round trip on one CPU is about four times faster than across two (lesson
 # 4's README has the numbers). The row then measured the placement, not the
 # server.
 #
