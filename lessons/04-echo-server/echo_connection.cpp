@@ -17,7 +17,7 @@
 // The shared buffer belongs to this fiber from the read that fills it until
 // what the kernel did not take has been copied out of it, and the fiber does
 // not park in between: the send is non-blocking (MSG_DONTWAIT), and receive()
-// parks only before it reads. A park there would let another client's fiber
+// parks only before it reads. A park in between would let another client's fiber
 // read into the buffer and overwrite bytes this client has not got yet; its
 // echo would carry the other client's bytes. tests/L04_echo_buffer_test.cpp
 // checks that every client gets its own bytes back while a slow reader keeps
