@@ -63,15 +63,15 @@ TWICE_5     := L04_*:L05_*
 TWICE_ENV_5 := FIB_BACKEND=poll
 
 L6      := lessons/$(DIR_6)
-UDP_6   := $(L6)/udp_echo.cpp
-CHAT_6  := $(L6)/chat_room.cpp $(L6)/chat_server.cpp $(L6)/fiber_server.cpp
+SERVER_6 := $(L6)/fiber_server.cpp
+ECHO_6  := $(L6)/timed_echo_server.cpp $(L4)/echo_connection.cpp $(L6)/udp_echo.cpp $(SERVER_6)
+CHAT_6  := $(L6)/chat_room.cpp $(L6)/chat_server.cpp $(SERVER_6)
 DEMO_6  := $(L6)/main.cpp $(L6)/demo_timers.cpp $(L6)/demo_cancel.cpp $(L6)/demo_chat.cpp $(CHAT_6)
-TESTS_6 := $(UDP_6) $(CHAT_6)
+TESTS_6 := $(sort $(ECHO_6) $(CHAT_6))
 PROGRAMS_6            := echo_server chat_server
-SOURCES_6_echo_server := $(L6)/echo_main.cpp $(L6)/stop_signals.cpp $(L4)/server_program.cpp \
-                         $(ECHO_4) $(UDP_6)
-SOURCES_6_chat_server := $(L6)/chat_main.cpp $(L6)/stop_signals.cpp $(L6)/timeout_flags.cpp \
-                         $(L4)/server_program.cpp $(CHAT_6)
+PROGRAM_6_SHARED      := $(L6)/stop_signals.cpp $(L6)/timeout_flags.cpp $(L4)/server_program.cpp
+SOURCES_6_echo_server := $(L6)/echo_main.cpp $(PROGRAM_6_SHARED) $(ECHO_6)
+SOURCES_6_chat_server := $(L6)/chat_main.cpp $(PROGRAM_6_SHARED) $(CHAT_6)
 TWICE_6     := L04_*:L05_*:L06_*
 TWICE_ENV_6 := FIB_BACKEND=poll
 

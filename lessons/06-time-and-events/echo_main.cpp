@@ -1,24 +1,25 @@
-// echo_main.cpp — lesson 6: the echo_server program, grown: signalfd, --idle-timeout, --udp.
+// echo_main.cpp — lesson 6: the echo_server program, grown: signalfd, deadlines, --udp.
 //
 //   build/lesson6/echo_server [--port N] [--bind ADDR] [--backend NAME] [--idle-timeout S]
-//                             [--udp] [--quiet]
+//                             [--write-timeout S] [--udp] [--quiet]
 //
 // Lesson 4's program (lessons/04-echo-server/echo_main.cpp) with what lesson
 // 6 adds: SIGINT and SIGTERM arrive through a signalfd the Waiter watches
-// (stop_signals.hpp); --idle-timeout closes silent clients (IdleEchoServer);
-// --udp echoes datagrams instead (UdpEchoServer). At the stop it also prints
-// the Waiter's counters, which make bench-echo's epoll_ctl-per-message figure.
-// From stage 6 on, the echo_server program is built from this file.
-#include <chrono>
+// (stop_signals.hpp); the server is TimedEchoServer, which closes clients
+// that stay silent (--idle-timeout) or stop reading (--write-timeout) and
+// stops by cancelling its fibers; --udp echoes datagrams instead
+// (UdpEchoServer). At the stop it also prints the Waiter's counters, which
+// make bench-echo's epoll_ctl-per-message figure. From stage 6 on, the
+// echo_server program is built from this file.
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <string_view>
 
-#include "idle_echo_server.hpp"
 #include "../04-echo-server/server_program.hpp"
 #include "stop_signals.hpp"
+#include "timed_echo_server.hpp"
+#include "timeout_flags.hpp"
 #include "udp_echo.hpp"
 #include "fib/epoll_poller.hpp"
 #include "fib/fiber_manager.hpp"
@@ -28,8 +29,8 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: echo_server [--port N] [--bind ADDR] [--backend NAME] [--idle-timeout S] [--udp]\n"
-    "                   [--quiet] [--help]\n"
+    "usage: echo_server [--port N] [--bind ADDR] [--backend NAME] [--idle-timeout S]\n"
+    "                   [--write-timeout S] [--udp] [--quiet] [--help]\n"
     "\n"
     "An echo server: one thread, one fiber per TCP client; it sends back every byte it reads.\n"
     "\n"
@@ -39,33 +40,18 @@ constexpr const char* kUsage =
     "                     machine only; 0.0.0.0 opens it to the network)\n"
     "  --backend NAME     how the Waiter asks the kernel which fds are ready; the list below\n"
     "                     says what this build has\n"
-    "  --idle-timeout S   close a TCP client that sends nothing for S seconds (1 to 86400;\n"
-    "                     default: never)\n"
+    TIMEOUT_FLAGS_USAGE
     "  --udp              echo UDP datagrams on the port instead, each back to its sender\n"
     "  --quiet            do not log each client's connect and disconnect on stderr\n"
     "  --help             print this and exit\n"
     "\n"
     "Ctrl-C (SIGINT) or SIGTERM: stop accepting, close every client, print a summary, exit 0.\n";
 
-struct Lesson6Flags {
-    bool udp = false;
-    int idle_timeout_seconds = 0;  // 0: never
-};
-
-ExtraFlags lesson6_flags(Lesson6Flags& flags) {
-    return [&flags](const char* flag, const std::function<const char*()>& value) -> FlagResult {
-        if (std::string_view(flag) == "--udp") {
-            flags.udp = true;
-            return {};
-        }
-        if (std::string_view(flag) != "--idle-timeout") return {false};
-        const char* text = value();
-        char* end = nullptr;
-        const long seconds = std::strtol(text, &end, 10);
-        if (*text == '\0' || *end != '\0' || seconds < 1 || seconds > 86400)
-            return {true, "--idle-timeout wants a number of seconds from 1 to 86400"};
-        flags.idle_timeout_seconds = static_cast<int>(seconds);
-        return {};
+// --udp, beside the two timeouts.
+ExtraFlags udp_flag(bool& udp) {
+    return [&udp](const char* flag, const std::function<const char*()>&) -> FlagResult {
+        udp = std::string_view(flag) == "--udp";
+        return {udp};
     };
 }
 
@@ -96,18 +82,14 @@ int serve_udp(const ServerFlags& flags, int stop_fd) {
     return 0;
 }
 
-int serve_tcp(const ServerFlags& flags, const Lesson6Flags& more, int stop_fd) {
-    const EchoOptions options{.bind = flags.bind, .port = flags.port, .quiet = flags.quiet};
-    std::unique_ptr<EchoServer> server;
-    IdleEchoServer* idle = nullptr;
+int serve_tcp(const ServerFlags& flags, const TimeoutFlags& timeouts, int stop_fd) {
+    std::unique_ptr<TimedEchoServer> server;
     try {
-        if (more.idle_timeout_seconds > 0) {
-            auto timed = std::make_unique<IdleEchoServer>(options, std::chrono::seconds(more.idle_timeout_seconds));
-            idle = timed.get();
-            server = std::move(timed);
-        } else {
-            server = std::make_unique<EchoServer>(options);
-        }
+        server = std::make_unique<TimedEchoServer>(TimedEchoOptions{.bind = flags.bind,
+                                                                    .port = flags.port,
+                                                                    .quiet = flags.quiet,
+                                                                    .idle_timeout = timeouts.idle(),
+                                                                    .write_timeout = timeouts.write()});
     } catch (const std::exception& error) {
         std::fprintf(stderr, "echo_server: %s\n", error.what());
         return 1;
@@ -116,11 +98,11 @@ int serve_tcp(const ServerFlags& flags, const Lesson6Flags& more, int stop_fd) {
                 server->port(), flags.backend);
     std::fflush(stdout);
     server->serve(stop_fd);
-    std::printf("echo_server: %s: served %llu connections, echoed %llu bytes", stop_signal_fd_name(stop_fd),
-                static_cast<unsigned long long>(server->connections_served()),
-                static_cast<unsigned long long>(server->bytes_echoed()));
-    if (idle) std::printf(", closed %llu idle", static_cast<unsigned long long>(idle->idle_closed()));
-    std::printf("\n");
+    std::printf("echo_server: %s: served %llu connections, echoed %llu bytes; closed %llu idle, %llu stalled\n",
+                stop_signal_fd_name(stop_fd), static_cast<unsigned long long>(server->clients_served()),
+                static_cast<unsigned long long>(server->bytes_echoed()),
+                static_cast<unsigned long long>(server->idle_closed()),
+                static_cast<unsigned long long>(server->slow_closed()));
     return 0;
 }
 
@@ -128,14 +110,15 @@ int serve_tcp(const ServerFlags& flags, const Lesson6Flags& more, int stop_fd) {
 
 int main(int argc, char** argv) {
     const int stop_fd = stop_signal_fd();  // before any thread could start
-    Lesson6Flags more;
+    TimeoutFlags timeouts;
+    bool udp = false;
     const ServerFlags flags = parse_server_flags(
-        argc, argv, {"echo_server", kUsage, fib::poller_names(), lesson6_flags(more)});
+        argc, argv, {"echo_server", kUsage, fib::poller_names(), timeout_flags(timeouts, udp_flag(udp))});
     raise_fd_limit();
 
     fib::FiberManager manager;
     fib::Waiter waiter(flags.backend);
-    const int status = more.udp ? serve_udp(flags, stop_fd) : serve_tcp(flags, more, stop_fd);
+    const int status = udp ? serve_udp(flags, stop_fd) : serve_tcp(flags, timeouts, stop_fd);
     if (status == 0) print_waiter_stats(waiter);
     return status;
 }
