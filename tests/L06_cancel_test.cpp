@@ -63,7 +63,8 @@ TEST(L06_Cancel, AReadWaitingForBytesFailsWithEcanceled) {
     fib::Waiter waiter;
     Pair pipe = make_fds();
     char byte = 0;
-    const Ended ended = cancel_while_blocked(waiter, [&] { return fib::io::read(pipe.first.get(), &byte, 1); });
+    const Ended ended =
+        cancel_while_blocked(waiter, [&] { return fib::io::read(pipe.first.get(), &byte, 1); });
     EXPECT_EQ(ended.result, -1);
     EXPECT_EQ(ended.error, ECANCELED);
 }
@@ -85,7 +86,8 @@ TEST(L06_Cancel, AnAcceptWaitingForAConnectionFailsWithEcanceled) {
     fib::FiberManager manager;
     fib::Waiter waiter;
     fib::UniqueFd listener = fib::tcp::listen("127.0.0.1", 0);
-    const Ended ended = cancel_while_blocked(waiter, [&] { return fib::io::accept(listener.get(), nullptr, nullptr); });
+    const Ended ended = cancel_while_blocked(
+        waiter, [&] { return fib::io::accept(listener.get(), nullptr, nullptr); });
     EXPECT_EQ(ended.result, -1);
     EXPECT_EQ(ended.error, ECANCELED);
 }
@@ -96,7 +98,8 @@ TEST(L06_Cancel, TimedReadAndSendFailWithEcanceledAndLeaveNoTimer) {
     fib::Waiter waiter;
     Pair pipe = make_fds(), socket = make_fds(true);
     char byte = 0;
-    const Ended read = cancel_while_blocked(waiter, [&] { return fib::io::read(pipe.first.get(), &byte, 1, 60s); });
+    const Ended read = cancel_while_blocked(
+        waiter, [&] { return fib::io::read(pipe.first.get(), &byte, 1, 60s); });
     EXPECT_EQ(read.result, -1);
     EXPECT_EQ(read.error, ECANCELED);
     const std::string megabyte(1 << 20, 'x');
@@ -149,7 +152,8 @@ TEST(L06_Cancel, AWaitAnyEndsCancelledAndDropsEveryRegistrationAndItsTimer) {
     fib::Event mail;
     fib::Ready ready;
     fib::Fiber blocked([&] {
-        ready = fib::wait_any({{pipes[0].first.get(), POLLIN}, {pipes[1].first.get(), POLLIN}, mail}, 1h);
+        ready = fib::wait_any(
+            {{pipes[0].first.get(), POLLIN}, {pipes[1].first.get(), POLLIN}, mail}, 1h);
     });
     ASSERT_TRUE(yield_until([&] { return waiter.stats().waiting == 3; }));
     blocked.cancel();
@@ -287,8 +291,9 @@ void cancel_a_joined_fiber() {
 }
 
 TEST(L06_CancelDeathTest, ACancelFromAnotherThreadStopsNamingTheFiber) {
-    EXPECT_DEATH(cancel_from_another_thread(),
-                 "cancel\\(\\) on fiber [0-9]+ \\(reader\\) from a thread that is not its manager's");
+    EXPECT_DEATH(
+        cancel_from_another_thread(),
+        "cancel\\(\\) on fiber [0-9]+ \\(reader\\) from a thread that is not its manager's");
 }
 
 TEST(L06_CancelDeathTest, ACancelOfAJoinedFiberStops) {

@@ -106,7 +106,8 @@ TEST(L06_ChatHostile, AClientReadingAByteAtATimeIsClosedByTheWriteDeadline) {
     std::size_t left_over = 0;
     char chunk[4096];
     ssize_t n = 0;
-    while ((n = fib::io::read(trickle.fd(), chunk, sizeof chunk, 20s)) > 0) left_over += static_cast<std::size_t>(n);
+    while ((n = fib::io::read(trickle.fd(), chunk, sizeof chunk, 20s)) > 0)
+        left_over += static_cast<std::size_t>(n);
     EXPECT_EQ(n, -1);
     EXPECT_EQ(errno, ECONNRESET);
     EXPECT_LT(left_over, 64u * 1024);

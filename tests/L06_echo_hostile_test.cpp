@@ -43,7 +43,8 @@ fib::UniqueFd small_window_client(std::uint16_t port) {
 std::size_t send_until_closed(int socket, std::size_t limit) {
     const Bytes chunk(l04_echo::kChunk, 'x');
     std::size_t sent = 0;
-    while (sent < limit && fib::io::send_all(socket, chunk.data(), chunk.size(), 20s) >= 0) sent += chunk.size();
+    while (sent < limit && fib::io::send_all(socket, chunk.data(), chunk.size(), 20s) >= 0)
+        sent += chunk.size();
     return sent;
 }
 
@@ -91,7 +92,8 @@ TEST(L06_EchoHostile, AClientReadingAByteAtATimeIsClosedByTheWriteDeadline) {
     std::size_t left_over = 0;
     char chunk[4096];
     ssize_t n = 0;
-    while ((n = fib::io::read(client.get(), chunk, sizeof chunk, 20s)) > 0) left_over += static_cast<std::size_t>(n);
+    while ((n = fib::io::read(client.get(), chunk, sizeof chunk, 20s)) > 0)
+        left_over += static_cast<std::size_t>(n);
     EXPECT_TRUE(n == 0 || errno == ECONNRESET);
     EXPECT_LT(left_over, 256u * 1024);
     server.stop();
@@ -143,7 +145,8 @@ TEST(L06_EchoHostile, AStopCancelsFibersBlockedSendingAndServeReturns) {
         for (int i = 0; i < 1000; ++i) {
             const fib::Ready room = fib::io::wait(client.get(), POLLOUT, 200ms);
             if (room.timed_out()) break;
-            ASSERT_GT(::send(client.get(), chunk.data(), chunk.size(), MSG_NOSIGNAL | MSG_DONTWAIT), 0);
+            ASSERT_GT(::send(client.get(), chunk.data(), chunk.size(), MSG_NOSIGNAL | MSG_DONTWAIT),
+                      0);
         }
     }
     server.stop();

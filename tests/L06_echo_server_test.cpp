@@ -32,7 +32,8 @@ bool closed_by_peer(int socket) {
 // one says nothing. The test waits (20 s at most) for the idle one's EOF, then
 // checks that the active one is still served. Nothing depends on how long it took.
 TEST(L06_IdleTimeout, ClosesASilentClientAndKeepsOneThatTalks) {
-    ServerThread<TimedEchoServer> served(TimedEchoOptions{.port = 0, .quiet = true, .idle_timeout = 300ms});
+    ServerThread<TimedEchoServer> served(
+        TimedEchoOptions{.port = 0, .quiet = true, .idle_timeout = 300ms});
     fib::UniqueFd idle = blocking_socket(), active = blocking_socket();
     ASSERT_TRUE(connect_to(idle.get(), served.port));
     ASSERT_TRUE(connect_to(active.get(), served.port));
@@ -54,7 +55,8 @@ TEST(L06_IdleTimeout, ClosesASilentClientAndKeepsOneThatTalks) {
 // A client that sent something and then fell silent is timed out too: the
 // deadline is from its last byte, not from its connect.
 TEST(L06_IdleTimeout, ClosesAClientThatFallsSilentAfterTalking) {
-    ServerThread<TimedEchoServer> served(TimedEchoOptions{.port = 0, .quiet = true, .idle_timeout = 100ms});
+    ServerThread<TimedEchoServer> served(
+        TimedEchoOptions{.port = 0, .quiet = true, .idle_timeout = 100ms});
     fib::UniqueFd client = blocking_socket();
     ASSERT_TRUE(connect_to(client.get(), served.port));
     ASSERT_TRUE(blocking_echo(client.get(), 100));
@@ -81,10 +83,13 @@ TEST(L06_UdpEcho, EveryDatagramComesBackWholeToItsSender) {
     std::uint64_t bytes = 0;
     for (std::size_t size : {1ul, 64ul, 1400ul, 9000ul, 32768ul, 60000ul}) {
         for (std::size_t c = 0; c < clients.size(); ++c) {
-            for (std::size_t i = 0; i < size; ++i) sent[i] = static_cast<unsigned char>(i * 7 + size + c);
+            for (std::size_t i = 0; i < size; ++i)
+                sent[i] = static_cast<unsigned char>(i * 7 + size + c);
             ASSERT_EQ(::send(clients[c].get(), sent.data(), size, 0), static_cast<ssize_t>(size));
-            ASSERT_EQ(::recv(clients[c].get(), got.data(), got.size(), 0), static_cast<ssize_t>(size));
-            EXPECT_EQ(std::memcmp(got.data(), sent.data(), size), 0) << size << " bytes, client " << c;
+            ASSERT_EQ(::recv(clients[c].get(), got.data(), got.size(), 0),
+                      static_cast<ssize_t>(size));
+            EXPECT_EQ(std::memcmp(got.data(), sent.data(), size), 0)
+                << size << " bytes, client " << c;
             bytes += size;
         }
     }

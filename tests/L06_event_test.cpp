@@ -2,6 +2,7 @@
 // wait on a signaled one does not suspend; both leave it non-signaled; sets are not counted;
 // set() from another thread wakes the fiber through the Waiter, which sleeps meanwhile.
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <atomic>
 #include <chrono>
@@ -12,8 +13,6 @@
 #include <thread>
 #include <type_traits>
 
-#include <poll.h>
-
 #include "L04_waiter_harness.hpp"
 #include "fib/event.hpp"
 #include "fib/waiter.hpp"
@@ -22,7 +21,8 @@ namespace {
 
 using l04_waiter::in_system_call;
 
-static_assert(!std::is_copy_constructible_v<fib::Event> && !std::is_move_constructible_v<fib::Event>);
+static_assert(!std::is_copy_constructible_v<fib::Event> &&
+              !std::is_move_constructible_v<fib::Event>);
 static_assert(!std::is_copy_assignable_v<fib::Event> && !std::is_move_assignable_v<fib::Event>);
 
 TEST(L06_Event, WaitOnANonSignaledEventSuspendsUntilSetThenLeavesItNonSignaled) {
@@ -135,9 +135,37 @@ TEST(L06_EventDeathTest, TwoFibersWaitingOnOneEventStop) {
     EXPECT_DEATH(two_fibers_wait_on_one_event(), "already waits on; one fiber at a time may");
 }
 
-// set_through_eventfd() runs in signal handlers, which must leave errno alone. A write that fails (here the
-// eventfd's counter is full: EAGAIN) must not leak its errno to the interrupted code; the
-// Event is signaled anyway.
+// set() on the Event's own thread wakes its fiber without a system call: the eventfd never
+// turns readable, yet the fiber wakes and the Event reads as set. Through the kernel instead
+// (set_through_eventfd), the eventfd is readable until the Event is reset.
+TEST(L06_Event, ASetOnItsOwnThreadWakesTheFiberWithoutTouchingTheEventfd) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    fib::Event event;
+    auto eventfd_readable = [&] {
+        pollfd look{event.fd(), POLLIN, 0};
+        return ::poll(&look, 1, 0) == 1;
+    };
+    int woken = 0;
+    fib::Fiber sleeper([&] {
+        for (int i = 0; i < 2; ++i) woken += event.wait();
+    });
+    for (int i = 0; i < 3; ++i) fib::this_fiber::yield();
+    event.set();
+    EXPECT_FALSE(eventfd_readable());
+    for (int i = 0; i < 3 && woken < 1; ++i) fib::this_fiber::yield();
+    EXPECT_EQ(woken, 1);
+    EXPECT_EQ(waiter.stats().wakeups, 0u);  // the Waiter had nothing to do with it
+    event.set_through_eventfd();
+    EXPECT_TRUE(eventfd_readable());
+    sleeper.join();
+    EXPECT_EQ(woken, 2);
+    EXPECT_FALSE(eventfd_readable());
+}
+
+// set_through_eventfd() runs in signal handlers, which must leave errno alone. A write that
+// fails (here the eventfd's counter is full: EAGAIN) must not leak its errno to the
+// interrupted code; the Event is signaled anyway.
 TEST(L06_Event, SetLeavesErrnoAloneEvenWhenItsWriteFails) {
     fib::FiberManager manager;
     fib::Waiter waiter;

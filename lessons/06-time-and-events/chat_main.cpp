@@ -34,8 +34,7 @@ constexpr const char* kUsage =
     "  --bind ADDR        numeric IPv4/IPv6 address to listen on (default 127.0.0.1, this\n"
     "                     machine only; 0.0.0.0 opens it to the network)\n"
     "  --backend NAME     how the Waiter asks the kernel which fds are ready: epoll or poll;\n"
-    "                     the list below says what this build has\n"
-    TIMEOUT_FLAGS_USAGE
+    "                     the list below says what this build has\n" TIMEOUT_FLAGS_USAGE
     "  --eventfd-mail     wake each member's fiber through its Event's eventfd, as another\n"
     "                     thread would, not directly (for scripts/count-syscalls.py)\n"
     "  --quiet            do not log each client's join and leave on stderr\n"
@@ -55,9 +54,10 @@ int main(int argc, char** argv) {
         eventfd_mail = std::string_view(flag) == "--eventfd-mail";
         return {eventfd_mail};
     };
-    const ServerFlags flags = parse_server_flags(
-        argc, argv,
-        {"chat_server", kUsage, fib::poller_names(), timeout_flags(timeouts, mail_flag), ChatOptions{}.port});
+    const ServerFlags flags =
+        parse_server_flags(argc, argv,
+                           {"chat_server", kUsage, fib::poller_names(),
+                            timeout_flags(timeouts, mail_flag), ChatOptions{}.port});
     raise_fd_limit();
 
     fib::FiberManager manager;

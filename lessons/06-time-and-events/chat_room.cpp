@@ -47,7 +47,8 @@ bool ChatMember::send_outbox(fib::Clock::duration timeout) {
         missed_ += dropped_;
         dropped_ = 0;
     }
-    const bool sent = fib::io::send_all(socket_, in_flight_.data(), in_flight_.size(), timeout) >= 0;
+    const bool sent =
+        fib::io::send_all(socket_, in_flight_.data(), in_flight_.size(), timeout) >= 0;
     in_flight_.clear();
     return sent;
 }

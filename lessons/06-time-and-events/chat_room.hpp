@@ -41,8 +41,8 @@
 #include <string_view>
 
 #include "fib/event.hpp"
-#include "fib/timer_heap.hpp"
 #include "fib/intrusive_list.hpp"
+#include "fib/timer_heap.hpp"
 
 // One client in the room; lives in its fiber's frame.
 class ChatMember {

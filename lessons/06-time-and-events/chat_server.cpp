@@ -1,4 +1,5 @@
-// chat_server.cpp — lesson 6: the chat server: one fiber per member, between its socket and the room.
+// chat_server.cpp — lesson 6: the chat server: one fiber per member, between its socket and the
+// room.
 #include "chat_server.hpp"
 
 #include <poll.h>

@@ -27,8 +27,8 @@
 #include <cstdint>
 
 #include "chat_room.hpp"
-#include "fiber_server.hpp"
 #include "fib/wait_any.hpp"
+#include "fiber_server.hpp"
 
 struct ChatOptions {
     const char* bind = "127.0.0.1";  // numeric IPv4/IPv6; 0.0.0.0 only when asked
@@ -36,7 +36,7 @@ struct ChatOptions {
     bool quiet = false;              // no join/leave log on stderr
     fib::Clock::duration idle_timeout = fib::Clock::duration::max();  // max: never
     fib::Clock::duration write_timeout = std::chrono::seconds(30);    // for each batch sent
-    bool eventfd_mail = false;       // see ChatMember
+    bool eventfd_mail = false;                                        // see ChatMember
 };
 
 class ChatServer : public FiberServer {

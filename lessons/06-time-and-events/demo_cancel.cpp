@@ -41,7 +41,8 @@ bool cancel_demo() {
     });
     fib::Fiber patient({.name = "patient"}, [&] {
         const fib::WaitResult result = fib::wait_for(never, fib::Clock::duration::max());
-        std::printf("cancel: patient -> wait_for returned %s\n", result.cancelled() ? "cancelled()" : "something else");
+        std::printf("cancel: patient -> wait_for returned %s\n",
+                    result.cancelled() ? "cancelled()" : "something else");
         results += result.cancelled();
     });
     fib::this_fiber::yield();  // each one starts and blocks
@@ -53,5 +54,6 @@ bool cancel_demo() {
                 fib::TimerHeap::of_this_thread().size());
     ::close(pipe_fds[0]);
     ::close(pipe_fds[1]);
-    return results == 3 && waiter.stats().waiting == 0 && fib::TimerHeap::of_this_thread().size() == 0;
+    return results == 3 && waiter.stats().waiting == 0 &&
+           fib::TimerHeap::of_this_thread().size() == 0;
 }

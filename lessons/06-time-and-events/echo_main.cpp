@@ -17,14 +17,14 @@
 #include <string_view>
 
 #include "../04-echo-server/server_program.hpp"
-#include "stop_signals.hpp"
-#include "timed_echo_server.hpp"
-#include "timeout_flags.hpp"
-#include "udp_echo.hpp"
 #include "fib/epoll_poller.hpp"
 #include "fib/fiber_manager.hpp"
 #include "fib/poller.hpp"
 #include "fib/waiter.hpp"
+#include "stop_signals.hpp"
+#include "timed_echo_server.hpp"
+#include "timeout_flags.hpp"
+#include "udp_echo.hpp"
 
 namespace {
 
@@ -39,8 +39,7 @@ constexpr const char* kUsage =
     "  --bind ADDR        numeric IPv4/IPv6 address to listen on (default 127.0.0.1, this\n"
     "                     machine only; 0.0.0.0 opens it to the network)\n"
     "  --backend NAME     how the Waiter asks the kernel which fds are ready; the list below\n"
-    "                     says what this build has\n"
-    TIMEOUT_FLAGS_USAGE
+    "                     says what this build has\n" TIMEOUT_FLAGS_USAGE
     "  --udp              echo UDP datagrams on the port instead, each back to its sender\n"
     "  --quiet            do not log each client's connect and disconnect on stderr\n"
     "  --help             print this and exit\n"
@@ -57,17 +56,19 @@ ExtraFlags udp_flag(bool& udp) {
 
 void print_waiter_stats(const fib::Waiter& waiter) {
     const fib::WaiterStats stats = waiter.stats();
-    std::printf("echo_server: waiter: %llu polls (%llu blocking), %llu wakeups, %llu interest changes\n",
-                static_cast<unsigned long long>(stats.polls),
-                static_cast<unsigned long long>(stats.blocking_polls),
-                static_cast<unsigned long long>(stats.wakeups),
-                static_cast<unsigned long long>(fib::epoll_ctl_calls(waiter.poller())));
+    std::printf(
+        "echo_server: waiter: %llu polls (%llu blocking), %llu wakeups, %llu interest changes\n",
+        static_cast<unsigned long long>(stats.polls),
+        static_cast<unsigned long long>(stats.blocking_polls),
+        static_cast<unsigned long long>(stats.wakeups),
+        static_cast<unsigned long long>(fib::epoll_ctl_calls(waiter.poller())));
 }
 
 int serve_udp(const ServerFlags& flags, int stop_fd) {
     std::unique_ptr<UdpEchoServer> server;
     try {
-        server = std::make_unique<UdpEchoServer>(EchoOptions{.bind = flags.bind, .port = flags.port});
+        server =
+            std::make_unique<UdpEchoServer>(EchoOptions{.bind = flags.bind, .port = flags.port});
     } catch (const std::exception& error) {
         std::fprintf(stderr, "echo_server: %s\n", error.what());
         return 1;
@@ -76,7 +77,8 @@ int serve_udp(const ServerFlags& flags, int stop_fd) {
                 server->port(), flags.backend);
     std::fflush(stdout);
     server->serve(stop_fd);
-    std::printf("echo_server: %s: echoed %llu datagrams, %llu bytes\n", stop_signal_fd_name(stop_fd),
+    std::printf("echo_server: %s: echoed %llu datagrams, %llu bytes\n",
+                stop_signal_fd_name(stop_fd),
                 static_cast<unsigned long long>(server->datagrams_echoed()),
                 static_cast<unsigned long long>(server->bytes_echoed()));
     return 0;
@@ -85,11 +87,12 @@ int serve_udp(const ServerFlags& flags, int stop_fd) {
 int serve_tcp(const ServerFlags& flags, const TimeoutFlags& timeouts, int stop_fd) {
     std::unique_ptr<TimedEchoServer> server;
     try {
-        server = std::make_unique<TimedEchoServer>(TimedEchoOptions{.bind = flags.bind,
-                                                                    .port = flags.port,
-                                                                    .quiet = flags.quiet,
-                                                                    .idle_timeout = timeouts.idle(),
-                                                                    .write_timeout = timeouts.write()});
+        server =
+            std::make_unique<TimedEchoServer>(TimedEchoOptions{.bind = flags.bind,
+                                                               .port = flags.port,
+                                                               .quiet = flags.quiet,
+                                                               .idle_timeout = timeouts.idle(),
+                                                               .write_timeout = timeouts.write()});
     } catch (const std::exception& error) {
         std::fprintf(stderr, "echo_server: %s\n", error.what());
         return 1;
@@ -98,11 +101,13 @@ int serve_tcp(const ServerFlags& flags, const TimeoutFlags& timeouts, int stop_f
                 server->port(), flags.backend);
     std::fflush(stdout);
     server->serve(stop_fd);
-    std::printf("echo_server: %s: served %llu connections, echoed %llu bytes; closed %llu idle, %llu stalled\n",
-                stop_signal_fd_name(stop_fd), static_cast<unsigned long long>(server->clients_served()),
-                static_cast<unsigned long long>(server->bytes_echoed()),
-                static_cast<unsigned long long>(server->idle_closed()),
-                static_cast<unsigned long long>(server->slow_closed()));
+    std::printf(
+        "echo_server: %s: served %llu connections, echoed %llu bytes; closed %llu idle, %llu "
+        "stalled\n",
+        stop_signal_fd_name(stop_fd), static_cast<unsigned long long>(server->clients_served()),
+        static_cast<unsigned long long>(server->bytes_echoed()),
+        static_cast<unsigned long long>(server->idle_closed()),
+        static_cast<unsigned long long>(server->slow_closed()));
     return 0;
 }
 
@@ -113,7 +118,8 @@ int main(int argc, char** argv) {
     TimeoutFlags timeouts;
     bool udp = false;
     const ServerFlags flags = parse_server_flags(
-        argc, argv, {"echo_server", kUsage, fib::poller_names(), timeout_flags(timeouts, udp_flag(udp))});
+        argc, argv,
+        {"echo_server", kUsage, fib::poller_names(), timeout_flags(timeouts, udp_flag(udp))});
     raise_fd_limit();
 
     fib::FiberManager manager;

@@ -51,9 +51,10 @@ void FiberServer::accept_clients() {
         fib::tcp::set_no_delay(socket.get());
         const fib::tcp::AddressText name = fib::tcp::to_text(reinterpret_cast<sockaddr*>(&peer));
         try {
-            fib::Fiber client({.name = name.text},
-                              [this](fib::UniqueFd connection) { run_client(std::move(connection)); },
-                              std::move(socket));
+            fib::Fiber client(
+                {.name = name.text},
+                [this](fib::UniqueFd connection) { run_client(std::move(connection)); },
+                std::move(socket));
             client.detach();
         } catch (const std::exception& error) {
             // No stack for a new fiber (see vm.max_map_count): drop this client.

@@ -1,4 +1,5 @@
-// fiber_server.hpp — lesson 6: FiberServer, what the echo and chat servers share: accept, a fiber per client, stop by cancelling.
+// fiber_server.hpp — lesson 6: FiberServer, what the echo and chat servers share: accept, a fiber
+// per client, stop by cancelling.
 //
 //   class ChatServer : public FiberServer {
 //       void serve_client(int socket) override;   // on the client's own fiber

@@ -23,7 +23,8 @@ protected:
     // Parks only before its read, as EchoConnection asks: the wait, and the
     // read's own wait for the socket (which ends as soon as bytes arrive).
     ssize_t receive(void* buffer, std::size_t size, bool drained) override {
-        if (options_.idle_timeout == fib::Clock::duration::max()) return EchoConnection::receive(buffer, size, drained);
+        if (options_.idle_timeout == fib::Clock::duration::max())
+            return EchoConnection::receive(buffer, size, drained);
         if (drained) {
             const fib::Ready ready = fib::io::wait(socket(), POLLIN, options_.idle_timeout);
             if (ready.timed_out() || ready.cancelled()) {

@@ -1,4 +1,5 @@
-// timed_echo_server.hpp — lesson 6: lesson 4's echo on the FiberServer skeleton, with a deadline each way.
+// timed_echo_server.hpp — lesson 6: lesson 4's echo on the FiberServer skeleton, with a deadline
+// each way.
 //
 //   TimedEchoServer server({.port = 0, .idle_timeout = 30s});   // echo_server --idle-timeout 30
 //   server.serve(stop_fd);
@@ -23,8 +24,8 @@
 #include <cstdint>
 
 #include "../04-echo-server/echo_connection.hpp"
-#include "fiber_server.hpp"
 #include "fib/timer_heap.hpp"
+#include "fiber_server.hpp"
 
 struct TimedEchoOptions {
     const char* bind = "127.0.0.1";  // numeric IPv4/IPv6; 0.0.0.0 only when asked

@@ -1,4 +1,5 @@
-// timeout_flags.hpp — lesson 6: --idle-timeout and --write-timeout, as the echo and chat servers take them.
+// timeout_flags.hpp — lesson 6: --idle-timeout and --write-timeout, as the echo and chat servers
+// take them.
 //
 //   TimeoutFlags timeouts;
 //   parse_server_flags(argc, argv, {"chat_server", kUsage, backends, timeout_flags(timeouts)});
@@ -15,7 +16,8 @@ struct TimeoutFlags {
     int write_seconds = 30;  // --write-timeout S
 
     fib::Clock::duration idle() const {
-        return idle_seconds ? fib::Clock::duration(std::chrono::seconds(idle_seconds)) : fib::Clock::duration::max();
+        return idle_seconds ? fib::Clock::duration(std::chrono::seconds(idle_seconds))
+                            : fib::Clock::duration::max();
     }
     fib::Clock::duration write() const { return std::chrono::seconds(write_seconds); }
 };
@@ -26,8 +28,8 @@ ExtraFlags timeout_flags(TimeoutFlags& flags, ExtraFlags more = nullptr);
 
 // The usage lines for the two flags: a string literal, to be joined into a
 // program's usage text at compile time.
-#define TIMEOUT_FLAGS_USAGE                                                                    \
-    "  --idle-timeout S   close a client that sends nothing for S seconds (1 to 86400;\n"     \
-    "                     default: never)\n"                                                   \
-    "  --write-timeout S  close a client that does not take what it is sent within S\n"       \
+#define TIMEOUT_FLAGS_USAGE                                                               \
+    "  --idle-timeout S   close a client that sends nothing for S seconds (1 to 86400;\n" \
+    "                     default: never)\n"                                              \
+    "  --write-timeout S  close a client that does not take what it is sent within S\n"   \
     "                     seconds: it stopped reading (1 to 86400; default 30)\n"

@@ -14,7 +14,8 @@ void FiberManager::cancel(FiberRecord* fiber) {
         fatal("cancel() on %s from a thread that is not its manager's", label(*fiber).text);
     if (fiber->state == FiberState::Finished) return;
     fiber->cancel_requested = true;
-    if (fiber->state != FiberState::Blocked || !fiber->cancel_hook) return;  // its next wait sees it
+    if (fiber->state != FiberState::Blocked || !fiber->cancel_hook)
+        return;  // its next wait sees it
     const CancelHook* hook = std::exchange(fiber->cancel_hook, nullptr);
     if (hook->undo) hook->undo(hook->context);
     wake(fiber);

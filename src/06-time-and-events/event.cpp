@@ -15,7 +15,8 @@
 
 namespace fib {
 
-Event::Event() : eventfd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)), owner_(FiberManager::current()) {
+Event::Event()
+    : eventfd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)), owner_(FiberManager::current()) {
     if (!eventfd_) throw std::system_error(errno, std::generic_category(), "eventfd for an Event");
 }
 
@@ -70,7 +71,8 @@ void Event::attach(FiberRecord* fiber) {
     FiberManager* owner = nullptr;
     owner_.compare_exchange_strong(owner, fiber->manager, std::memory_order_acq_rel);
     if (owner && owner != fiber->manager)
-        fatal("%s waited on an Event that belongs to another thread's FiberManager", label(*fiber).text);
+        fatal("%s waited on an Event that belongs to another thread's FiberManager",
+              label(*fiber).text);
     if (waiting_ && waiting_ != fiber)
         fatal("%s waited on an Event that %s already waits on; one fiber at a time may",
               label(*fiber).text, label(*waiting_).text);

@@ -1,13 +1,14 @@
 // timers.cpp — lesson 6: the timer heap the Waiter blocks on, sleep_for and wait_for.
-#include "fib/timer.hpp"
-
 #include <climits>
 
 #include "fib/cancel.hpp"
 #include "fib/fatal.hpp"
+#include "fib/timer.hpp"
 
 namespace fib {
-TimerHeap& TimerHeap::of_this_thread() { return Waiter::of_this_thread("a timer was set").timers(); }
+TimerHeap& TimerHeap::of_this_thread() {
+    return Waiter::of_this_thread("a timer was set").timers();
+}
 
 // ---- The heap: heap_[i]'s children are heap_[2i+1] and heap_[2i+2], both later.
 bool TimerHeap::earlier(const Timer* a, const Timer* b) {
@@ -135,10 +136,13 @@ WaitResult wait_for(CondVar& condvar, Clock::duration timeout) {
         static_cast<CondVar*>(expired.context)->remove(expired.fiber);
     };
     timers.add(timer);
-    const CancelScope cancellable(timer.fiber, [](void* waiting) {
-        Timer* timer = static_cast<Timer*>(waiting);
-        static_cast<CondVar*>(timer->context)->remove(timer->fiber);
-    }, &timer);
+    const CancelScope cancellable(
+        timer.fiber,
+        [](void* waiting) {
+            Timer* timer = static_cast<Timer*>(waiting);
+            static_cast<CondVar*>(timer->context)->remove(timer->fiber);
+        },
+        &timer);
     condvar.wait(WaitSite{"wait_for (CondVar)", nullptr, &condvar});
     timers.cancel(timer);  // a notify or a cancel came first: the deadline is moot
     if (cancellable.woke_it()) return {WaitResult::kCancelled};

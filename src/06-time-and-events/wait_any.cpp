@@ -1,4 +1,5 @@
-// wait_any.cpp — lesson 6: one fiber, several registrations and a timer; the first to fire wakes it.
+// wait_any.cpp — lesson 6: one fiber, several registrations and a timer; the first to fire wakes
+// it.
 #include "fib/wait_any.hpp"
 
 #include <sys/socket.h>
@@ -19,11 +20,13 @@ namespace {
 // Event is set.
 Ready already_ready(std::span<const Source> sources) {
     std::size_t first_set = 0;
-    while (first_set < sources.size() && !(sources[first_set].event && sources[first_set].event->flag_set()))
+    while (first_set < sources.size() &&
+           !(sources[first_set].event && sources[first_set].event->flag_set()))
         ++first_set;
     if (first_set == sources.size()) return Ready{};
     std::array<pollfd, kMaxSources> fds;
-    for (std::size_t i = 0; i < first_set; ++i) fds[i] = pollfd{sources[i].fd, sources[i].events, 0};
+    for (std::size_t i = 0; i < first_set; ++i)
+        fds[i] = pollfd{sources[i].fd, sources[i].events, 0};
     if (first_set > 0 && ::poll(fds.data(), first_set, 0) > 0)
         for (std::size_t i = 0; i < first_set; ++i)
             if (fds[i].revents) return Ready{static_cast<int>(i), fds[i].revents};
@@ -55,8 +58,8 @@ Ready wait_any_until(std::span<const Source> sources, const Clock::time_point* d
         fatal("%s called wait_any() with no source and no timeout: nothing could ever wake it",
               label(*self).text);
     if (sources.size() > kMaxSources)
-        fatal("%s called wait_any() with %zu sources; at most %zu", label(*self).text, sources.size(),
-              kMaxSources);
+        fatal("%s called wait_any() with %zu sources; at most %zu", label(*self).text,
+              sources.size(), kMaxSources);
     if (this_fiber::cancelled()) return Ready{Ready::kCancelled, 0};
     if (const Ready ready = already_ready(sources); !ready.timed_out()) return ready;
 
@@ -72,7 +75,8 @@ Ready wait_any_until(std::span<const Source> sources, const Clock::time_point* d
     {
         const CancelScope cancellable(self);
         do {
-            self->manager->park(WaitSite{deadline ? "wait_any (with a timeout)" : "wait_any", nullptr, nullptr});
+            self->manager->park(
+                WaitSite{deadline ? "wait_any (with a timeout)" : "wait_any", nullptr, nullptr});
             ready = what_fired(sources, std::span(waitings.data(), sources.size()), cancellable);
         } while (ready.timed_out() && !timer.expired);
     }
@@ -93,7 +97,9 @@ bool wait_failed(const Ready& ready) {
 
 }  // namespace
 
-Ready wait_any(std::span<const Source> sources) { return wait_any_until(sources, nullptr, "wait_any() was called"); }
+Ready wait_any(std::span<const Source> sources) {
+    return wait_any_until(sources, nullptr, "wait_any() was called");
+}
 
 Ready wait_any(std::span<const Source> sources, Clock::duration timeout) {
     const Clock::time_point deadline = deadline_after(timeout);
@@ -103,7 +109,8 @@ Ready wait_any(std::span<const Source> sources, Clock::duration timeout) {
 Ready io::wait(int fd, short events, Clock::duration timeout) {
     const Source source{fd, events};
     const Clock::time_point deadline = deadline_after(timeout);
-    return wait_any_until(std::span(&source, 1), &deadline, "fib::io::wait() with a timeout was called");
+    return wait_any_until(std::span(&source, 1), &deadline,
+                          "fib::io::wait() with a timeout was called");
 }
 
 // The deadline holds for the whole call: a wake-up that finds nothing to

@@ -43,7 +43,8 @@ namespace fib {
 // before parking and after waking.
 class CancelScope {
 public:
-    explicit CancelScope(FiberRecord* fiber, void (*undo)(void*) = nullptr, void* context = nullptr);
+    explicit CancelScope(FiberRecord* fiber, void (*undo)(void*) = nullptr,
+                         void* context = nullptr);
     ~CancelScope();
     CancelScope(const CancelScope&) = delete;
     CancelScope& operator=(const CancelScope&) = delete;

@@ -36,7 +36,7 @@ namespace fib {
 
 class Event {
 public:
-    Event();  // non-signaled; throws std::system_error if there is no eventfd to be had
+    Event();   // non-signaled; throws std::system_error if there is no eventfd to be had
     ~Event();  // an Event a fiber waits on must not die: stops the program naming it
     Event(const Event&) = delete;  // fibers and the Waiter hold its address: it never moves
     Event& operator=(const Event&) = delete;

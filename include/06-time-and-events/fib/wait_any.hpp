@@ -1,4 +1,5 @@
-// wait_any.hpp — lesson 6: wait for the first of several fds, Events and a timeout, and learn which.
+// wait_any.hpp — lesson 6: wait for the first of several fds, Events and a timeout, and learn
+// which.
 //
 //   fib::Event mail;                                  // set by whoever has news for us
 //   fib::Ready ready = fib::wait_any({{socket, POLLIN}, mail}, 30s);
@@ -36,7 +37,7 @@ struct Source {
     Source(int fd, short events) : fd(fd), events(events) {}
     Source(Event& event) : fd(event.fd()), events(POLLIN), event(&event) {}  // NOLINT: implicit
     int fd;
-    short events;           // as for Waiter::wait: POLLIN, POLLPRI, POLLRDHUP, POLLOUT
+    short events;            // as for Waiter::wait: POLLIN, POLLPRI, POLLRDHUP, POLLOUT
     Event* event = nullptr;  // an Event's source: readable while it is signaled
 };
 
