@@ -3,7 +3,7 @@
 #
 # Usage: bench-echo.sh BUILD_DIR        (make bench-echo-lessonN runs it on build/lessonN/)
 #        SERVERS="fiber" bench-echo.sh build/lesson5   (only some of the servers below)
-#        ROUNDS=5 bench-echo.sh build/lesson5          (more rounds than the default 3)
+#        ROUNDS=1 bench-echo.sh build/lesson5          (fewer rounds than the default 5)
 #        CONFIGS="1 64,100 16384" bench-echo.sh ...    (only some of the configurations)
 #        PIN=0 bench-echo.sh build/lesson5             (let the kernel place the processes)
 #
@@ -55,7 +55,7 @@ configs=("1 64" "100 64" "1000 64" "100 16384" "100 64 10000")
 # Only these run configurations with idle connections: a thread per idle
 # connection would be 10,000 threads.
 idle_servers=" fiber epoll epoll_loop "
-rounds=${ROUNDS:-3}
+rounds=${ROUNDS:-5}
 seconds=2
 # The ratio columns divide by these servers' rps, when they run: threads, the
 # design fibers replace, and epoll_loop, the same service without fibers.
