@@ -9,6 +9,7 @@
 #include <cstring>
 #include <new>
 
+#include "fib/robust_list.hpp"
 #include "fib/tls_segments.hpp"
 
 namespace fib {
@@ -73,6 +74,7 @@ TcbHead* TlsBlockPool::make_block() {
         std::memcpy(bytes + __rseq_offset + sizeof(std::uint32_t), &cpu_id, sizeof cpu_id);
     }
     share_sanitizer_thread(block, thread_);
+    refuse_robust_mutexes(block);
     return block;
 }
 
