@@ -72,19 +72,23 @@ void on_segv(int signal, siginfo_t* info, void* ucontext) {
         std::abort();
     }
     // Not a fiber's overflow: hand the signal to whoever handled it before us.
-    if (previous_segv.sa_flags & SA_SIGINFO) {
-        if (previous_segv.sa_sigaction) return previous_segv.sa_sigaction(signal, info, ucontext);
-    } else if (previous_segv.sa_handler != SIG_DFL && previous_segv.sa_handler != SIG_IGN) {
-        return previous_segv.sa_handler(signal);
+    hand_on_fault(previous_segv, signal, info, ucontext);
+}
+
+}  // namespace
+
+void hand_on_fault(const struct sigaction& previous, int signal, siginfo_t* info, void* ucontext) {
+    if (previous.sa_flags & SA_SIGINFO) {
+        if (previous.sa_sigaction) return previous.sa_sigaction(signal, info, ucontext);
+    } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
+        return previous.sa_handler(signal);
     }
     // The default action: restore it and return; the faulting instruction runs
-    // again and the kernel ends the process with SIGSEGV as usual.
+    // again and the kernel ends the process with the signal as usual.
     struct sigaction default_action {};
     default_action.sa_handler = SIG_DFL;
     sigaction(signal, &default_action, nullptr);
 }
-
-}  // namespace
 
 OverflowGuard::OverflowGuard() {
     // The alternate stack must hold the handler's frame; glibc tells the minimum.

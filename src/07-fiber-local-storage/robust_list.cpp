@@ -13,6 +13,7 @@
 
 #include "fib/fatal.hpp"
 #include "fib/fiber_manager.hpp"
+#include "fib/overflow_guard.hpp"
 
 namespace fib {
 namespace {
@@ -35,15 +36,7 @@ void on_segv(int signal, siginfo_t* info, void* ucontext) {
               "robust_list.hpp)",
               fiber ? label(*fiber).text : "a fiber");
     }
-    // Not ours: hand it on, as lesson 2's OverflowGuard does.
-    if (previous_segv.sa_flags & SA_SIGINFO) {
-        if (previous_segv.sa_sigaction) return previous_segv.sa_sigaction(signal, info, ucontext);
-    } else if (previous_segv.sa_handler != SIG_DFL && previous_segv.sa_handler != SIG_IGN) {
-        return previous_segv.sa_handler(signal);
-    }
-    struct sigaction default_action {};
-    default_action.sa_handler = SIG_DFL;
-    sigaction(signal, &default_action, nullptr);
+    hand_on_fault(previous_segv, signal, info, ucontext);  // not ours
 }
 
 // The kernel returns the address it was given for this thread's list head:

@@ -29,4 +29,9 @@ private:
     stack_t previous_{};
 };
 
+// For a fault handler that found the fault was not its own: call the handler
+// that was installed before it, or, if that was the default, restore the
+// default so that the faulting instruction, run again, ends the process.
+void hand_on_fault(const struct sigaction& previous, int signal, siginfo_t* info, void* ucontext);
+
 }  // namespace fib
