@@ -74,19 +74,39 @@ TEST(L07_Tcb, MirrorMatchesTheRunningThreadsControlBlock) {
     EXPECT_EQ(tid_in_block(tp), gettid());
 }
 
+// cleanup_jmp_buf_at(), derived from a field glibc exports, finds where the thread's unwinding
+// ends: a buffer in a frame of its own stack, above the running one (main's in
+// __libc_start_call_main, a new thread's in start_thread), on main and on a new thread.
+bool cleanup_jmp_buf_lies_above_this_frame() {
+    char here;
+    char* buffer;
+    std::memcpy(&buffer, reinterpret_cast<const char*>(fib::thread_pointer()) + fib::cleanup_jmp_buf_at(),
+                sizeof buffer);
+    return buffer > &here && buffer - &here < 8 * 1024 * 1024;
+}
+
+TEST(L07_Tcb, CleanupJmpBufOffsetFindsTheUnwindBufferOnMainAndOnANewThread) {
+    EXPECT_TRUE(cleanup_jmp_buf_lies_above_this_frame());
+    bool on_thread = false;
+    std::thread([&on_thread] { on_thread = cleanup_jmp_buf_lies_above_this_frame(); }).join();
+    EXPECT_TRUE(on_thread);
+}
+
 // Checked on the fiber itself: gtest's EXPECTs work from any fiber.
-TEST(L07_Tcb, FiberRunsOnItsOwnBlockWithTheThreadsGuardsAndTid) {
+TEST(L07_Tcb, FiberRunsOnItsOwnBlockWithTheThreadsGuardsTidAndSelf) {
     fib::FiberManager manager;
     fib::FiberTls tls(manager);
     const fib::TcbHead* main_tp = fib::thread_pointer();
+    const pthread_t main_thread = pthread_self();
     bool ran = false;
     fib::Fiber fiber([&] {
         const fib::TcbHead* tp = fib::thread_pointer();
         EXPECT_NE(tp, main_tp);
         EXPECT_EQ(fs_base_from_register(), static_cast<const void*>(tp));
         EXPECT_EQ(tp->tcb, tp);
-        EXPECT_EQ(tp->self, tp);
-        EXPECT_EQ(reinterpret_cast<const void*>(pthread_self()), static_cast<const void*>(tp));
+        // self is the thread that runs the fiber, not the block.
+        EXPECT_EQ(tp->self, main_tp);
+        EXPECT_TRUE(pthread_equal(pthread_self(), main_thread));
         EXPECT_NE(tp->dtv, nullptr);
         EXPECT_NE(tp->dtv, main_tp->dtv);
         EXPECT_EQ(fs_word<0x28>(), main_tp->stack_guard);

@@ -10,31 +10,24 @@
 #include <new>
 
 #include "fib/robust_list.hpp"
+#include "fib/thread_protocols.hpp"
 #include "fib/tls_segments.hpp"
 
 namespace fib {
 namespace {
 
-// AddressSanitizer finds its state for the running thread through a pthread
-// key, whose values live in struct pthread: on a fresh block, ASan would take
-// the fiber for a thread it does not know, skip its stack-switch bookkeeping
-// there, and afterwards believe main runs on the last fiber's stack. So in an
-// ASan build a block gets the thread's values of the first 32 keys: ASan then
-// sees what is true, one thread running on many stacks.
-void share_sanitizer_thread([[maybe_unused]] TcbHead* block, [[maybe_unused]] TcbHead* thread) {
-#if defined(__SANITIZE_ADDRESS__)
-    char* const thread_bytes = reinterpret_cast<char*>(thread);
-    char* first_keys;  // the thread's specific[0]: its block of the first 32 keys
-    std::memcpy(&first_keys, thread_bytes + _thread_db_pthread_specific[2], sizeof first_keys);
-    const std::ptrdiff_t at = first_keys - thread_bytes;
-    constexpr std::size_t kFirstKeysBytes = 32 * (sizeof(std::uintptr_t) + sizeof(void*));  // {seq, data}
-    std::memcpy(reinterpret_cast<char*>(block) + at, first_keys, kFirstKeysBytes);
-#endif
+// The kernel thread id, %fs-relative in glibc: an error-checking or recursive
+// mutex records its owner by it, and a zero owner reads as "unlocked". Copied
+// each time a block is handed out: after a fork, the thread's is the child's.
+void copy_tid(TcbHead* block, const TcbHead* thread) {
+    const std::uint32_t tid_at = _thread_db_pthread_tid[2];
+    std::memcpy(reinterpret_cast<char*>(block) + tid_at,
+                reinterpret_cast<const char*>(thread) + tid_at, sizeof(pid_t));
 }
 
 }  // namespace
 
-TlsBlockPool::TlsBlockPool() : thread_(thread_pointer()) {}
+TlsBlockPool::TlsBlockPool() : thread_(thread_pointer()) { prepare_thread_protocols(); }
 
 TlsBlockPool::~TlsBlockPool() {
     for (TcbHead* tp : free_) _dl_deallocate_tls(tp, true);
@@ -49,10 +42,13 @@ TcbHead* TlsBlockPool::make_block() {
     auto* block = static_cast<TcbHead*>(_dl_allocate_tls(nullptr));
     if (!block) throw std::bad_alloc();
     ++created_;
-    block->tcb = block;   // `mov %fs:0` must read tp, or no thread_local is found
-    block->self = block;  // pthread_self()
+    block->tcb = block;  // `mov %fs:0` must read tp, or no thread_local is found
+    // self is who runs: the thread. What glibc reaches through it (pthread_self,
+    // cancellation, fork's list of threads, the first 32 pthread keys) is the
+    // thread's, and so is what other threads and the kernel see.
+    block->self = thread_;
     // 0 would let libc drop the lock prefix from its atomics while other
-    // threads run: claim there are many, always.
+    // threads run: claim there are many, always (thread_protocols.hpp).
     block->multiple_threads = 1;
     block->sysinfo = thread_->sysinfo;
     // The same canary and pointer guard as the thread's: a frame entered on
@@ -61,11 +57,14 @@ TcbHead* TlsBlockPool::make_block() {
     block->stack_guard = thread_->stack_guard;
     block->pointer_guard = thread_->pointer_guard;
     block->feature_1 = thread_->feature_1;
-    // The kernel thread id: an error-checking or recursive mutex records its
-    // owner by it, and a zero owner reads as "unlocked".
     char* bytes = reinterpret_cast<char*>(block);
-    const std::uint32_t tid_at = _thread_db_pthread_tid[2];
-    std::memcpy(bytes + tid_at, reinterpret_cast<char*>(thread_) + tid_at, sizeof(pid_t));
+    // pthread_exit() and pthread_cancel() unwind the stack with glibc's stop
+    // function, which dereferences this and longjmps there once a frame lies
+    // beyond it. The thread's own lies on the thread's stack, and a fiber's
+    // frames never do, so the unwinding reaches fiber_main's catch, which
+    // stops with a message (lesson 2). A null one would be a segfault.
+    const std::size_t jmp_buf_at = cleanup_jmp_buf_at();
+    std::memcpy(bytes + jmp_buf_at, reinterpret_cast<char*>(thread_) + jmp_buf_at, sizeof(void*));
     // The kernel keeps the CPU number in the thread's registered rseq area,
     // not in ours; -2 ("not registered") makes sched_getcpu() ask it instead
     // of reading a silent 0.
@@ -73,7 +72,6 @@ TcbHead* TlsBlockPool::make_block() {
         int cpu_id = -2;
         std::memcpy(bytes + __rseq_offset + sizeof(std::uint32_t), &cpu_id, sizeof cpu_id);
     }
-    share_sanitizer_thread(block, thread_);
     refuse_robust_mutexes(block);
     return block;
 }
@@ -95,6 +93,7 @@ TcbHead* TlsBlockPool::take() {
         tp = free_.back();
         free_.pop_back();
     }
+    copy_tid(tp, thread_);
     reset_tls_segments(tp);
     return tp;
 }

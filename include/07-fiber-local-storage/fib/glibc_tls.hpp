@@ -66,6 +66,10 @@ void __call_tls_dtors();
 // lies inside struct pthread, and a thread's specific[0] points at it).
 extern const std::uint32_t _thread_db_pthread_tid[3];
 extern const std::uint32_t _thread_db_pthread_specific[3];
+// ... and of cancelhandling, which nptl/descr.h declares right after
+//   struct pthread_unwind_buf* cleanup_jmp_buf;   where pthread_exit's unwinding ends
+// (cleanup_jmp_buf_at() below; L07_Tcb checks it on two threads).
+extern const std::uint32_t _thread_db_pthread_cancelhandling[3];
 // libc (public since 2.35): where the thread's rseq area sits, from tp.
 extern const std::ptrdiff_t __rseq_offset;
 extern const unsigned int __rseq_size;
@@ -73,3 +77,12 @@ extern const unsigned int __rseq_size;
 // does. Weak: a dynamically linked libc does not export it.
 void __libc_thread_freeres() __attribute__((weak));
 }
+
+namespace fib {
+
+// The offset of struct pthread's cleanup_jmp_buf: the word before cancelhandling.
+inline std::size_t cleanup_jmp_buf_at() {
+    return _thread_db_pthread_cancelhandling[2] - sizeof(void*);
+}
+
+}  // namespace fib

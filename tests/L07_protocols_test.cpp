@@ -1,0 +1,201 @@
+// L07_protocols_test.cpp — lesson 7: glibc's thread protocols on fibers with TLS blocks of their own
+// (thread_protocols.hpp): a fiber starting the first thread leaves the thread's own block
+// multi-threaded; setgid() and setuid() from another thread return while a TLS fiber runs; a
+// fork from a TLS fiber gives a child that can malloc, print and exit; pthread_cancel and
+// pthread_exit stop with a message naming the fiber; a signal handler on a TLS fiber sees the
+// fiber's errno and thread_locals. The scenarios that need a single-threaded start run in a
+// death test's re-executed child.
+#include <gtest/gtest.h>
+#include <grp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/single_threaded.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "fib/fiber.hpp"
+#include "fib/fiber_tls.hpp"
+
+extern "C" const std::uint32_t _thread_db_pthread_tid[3];
+
+namespace {
+
+pid_t tid_in_running_block() {
+    pid_t tid;
+    std::memcpy(&tid, reinterpret_cast<const char*>(fib::thread_pointer()) + _thread_db_pthread_tid[2],
+                sizeof tid);
+    return tid;
+}
+
+// Small blocks freed and taken again: with tcache_count=0 every one goes through malloc's
+// fastbins, whose compare-and-swap drops its lock prefix while libc believes it is alone.
+void churn_small_blocks(int rounds) {
+    std::vector<std::unique_ptr<char[]>> blocks(64);
+    for (int i = 0; i < rounds; ++i) blocks[i % 64] = std::make_unique<char[]>(16 + i % 48);
+}
+
+// The process starts single-threaded, and a TLS fiber starts its first thread.
+void fiber_starts_the_first_thread() {
+    if (!__libc_single_threaded) std::_Exit(3);
+    fib::FiberManager manager;
+    fib::FiberTls tls(manager);
+    std::thread worker;
+    fib::Fiber starter([&worker] { worker = std::thread([] { churn_small_blocks(300000); }); });
+    starter.join();
+    churn_small_blocks(300000);  // on main's own block, while the worker churns too
+    worker.join();
+    std::_Exit(fib::thread_pointer()->multiple_threads == 1 && !__libc_single_threaded ? 0 : 2);
+}
+
+TEST(L07_ProtocolsDeathTest, AFiberStartingTheFirstThreadLeavesTheThreadsOwnBlockMultiThreaded) {
+    ASSERT_EQ(setenv("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0", 1), 0);
+    EXPECT_EXIT(fiber_starts_the_first_thread(), testing::ExitedWithCode(0), "");
+    unsetenv("GLIBC_TUNABLES");
+}
+
+// A worker thread's TLS fiber spins (never parks, so the thread is on the fiber's block) while
+// main changes the process's ids: glibc signals every thread and waits for each to say done.
+void change_ids_while_a_tls_fiber_runs() {
+    std::atomic<bool> running{false}, stop{false};
+    std::thread worker([&] {
+        fib::FiberManager manager;
+        fib::FiberTls tls(manager);
+        fib::Fiber spinner([&] {
+            running = true;
+            while (!stop) fib::this_fiber::yield();
+        });
+        spinner.join();
+    });
+    while (!running) std::this_thread::yield();
+    alarm(10);  // a regression hangs in setgid(): end the child with the watchdog's message
+    const gid_t groups[] = {getgid()};
+    const bool changed = setgid(getgid()) == 0 && setuid(getuid()) == 0 && setgroups(1, groups) == 0;
+    stop = true;
+    worker.join();
+    std::_Exit(changed ? 0 : 2);
+}
+
+TEST(L07_ProtocolsDeathTest, SetgidSetuidAndSetgroupsFromAnotherThreadReturnWhileATlsFiberRuns) {
+    EXPECT_EXIT(change_ids_while_a_tls_fiber_runs(), testing::ExitedWithCode(0), "");
+}
+
+TEST(L07_Protocols, ForkFromATlsFiberGivesAChildThatMallocsPrintsAndExits) {
+    fib::FiberManager manager;
+    fib::FiberTls tls(manager);
+    int status = -1;
+    fib::Fiber forker([&status] {
+        const pid_t child = fork();
+        if (child == 0) {
+            auto text = std::make_unique<char[]>(100);
+            std::snprintf(text.get(), 100, "child %d", static_cast<int>(getpid()));
+            std::FILE* sink = std::fopen("/dev/null", "w");
+            const bool printed = sink && std::fprintf(sink, "%s\n", text.get()) > 0;
+            if (sink) std::fclose(sink);
+            // Mutexes record their owner by the block's tid, which must be the child's now.
+            pthread_mutexattr_t attributes;
+            pthread_mutexattr_init(&attributes);
+            pthread_mutexattr_settype(&attributes, PTHREAD_MUTEX_ERRORCHECK);
+            pthread_mutex_t mutex;
+            pthread_mutex_init(&mutex, &attributes);
+            const bool locked = pthread_mutex_lock(&mutex) == 0 && pthread_mutex_unlock(&mutex) == 0;
+            std::exit(printed && locked && tid_in_running_block() == gettid() ? 0 : 1);
+        }
+        waitpid(child, &status, 0);
+    });
+    forker.join();
+    ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// A worker thread whose TLS fiber keeps reaching a cancellation point (usleep) is cancelled.
+void cancel_a_thread_running_a_tls_fiber() {
+    std::atomic<bool> running{false};
+    std::thread worker([&running] {
+        fib::FiberManager manager;
+        fib::FiberTls tls(manager);
+        fib::Fiber sleeper({.name = "sleeper"}, [&running] {
+            running = true;
+            for (;;) usleep(1000);
+        });
+        sleeper.join();
+    });
+    while (!running) std::this_thread::yield();
+    pthread_cancel(worker.native_handle());
+    worker.join();
+}
+
+TEST(L07_ProtocolsDeathTest, CancellingAThreadRunningATlsFiberStopsNamingTheFiber) {
+    EXPECT_DEATH(cancel_a_thread_running_a_tls_fiber(),
+                 "fib: fatal: fiber 1 \\(sleeper\\) was unwound by pthread_exit\\(\\) or "
+                 "pthread_cancel\\(\\)");
+}
+
+void pthread_exit_on_a_tls_fiber() {
+    fib::FiberManager manager;
+    fib::FiberTls tls(manager);
+    fib::Fiber quitter({.name = "quitter"}, [] { pthread_exit(nullptr); });
+    quitter.join();
+}
+
+TEST(L07_ProtocolsDeathTest, PthreadExitOnATlsFiberStopsNamingTheFiber) {
+    EXPECT_DEATH(pthread_exit_on_a_tls_fiber(),
+                 "fib: fatal: fiber 1 \\(quitter\\) was unwound by pthread_exit\\(\\) or "
+                 "pthread_cancel\\(\\)");
+}
+
+thread_local volatile sig_atomic_t signals_here = 0;
+
+// Keeps the errno it interrupted, as a handler must; counts in the running code's thread_local.
+void count_signal(int) {
+    const int saved = errno;
+    errno = EINTR;
+    signals_here = signals_here + 1;
+    errno = saved;
+}
+
+// The handler runs on the block of whatever runs when the signal lands: the fiber's own.
+TEST(L07_Protocols, ASignalHandlerOnATlsFiberUsesThatFibersErrnoAndThreadLocals) {
+    struct sigaction action {}, previous{};
+    action.sa_handler = count_signal;
+    ASSERT_EQ(sigaction(SIGUSR1, &action, &previous), 0);
+    fib::FiberManager manager;
+    fib::FiberTls tls(manager);
+    int errno_after[2] = {}, counted[2] = {};
+    fib::Fiber raiser([&] {
+        errno = 1001;
+        raise(SIGUSR1);
+        fib::this_fiber::yield();
+        errno_after[0] = errno;
+        counted[0] = signals_here;
+    });
+    fib::Fiber spinner([&] {
+        errno = 1002;
+        // Signalled by another thread while it spins on this fiber.
+        std::thread sender([thread = pthread_self()] { pthread_kill(thread, SIGUSR1); });
+        // sched_yield() leaves errno alone, where an interrupted sleep would set EINTR.
+        for (long i = 0; i < 100'000'000 && signals_here == 0; ++i) sched_yield();
+        sender.join();
+        errno_after[1] = errno;
+        counted[1] = signals_here;
+    });
+    raiser.join();
+    spinner.join();
+    sigaction(SIGUSR1, &previous, nullptr);
+    EXPECT_EQ(errno_after[0], 1001);
+    EXPECT_EQ(errno_after[1], 1002);
+    EXPECT_EQ(counted[0], 1);
+    EXPECT_EQ(counted[1], 1);
+    EXPECT_EQ(signals_here, 0);  // main's own copy
+}
+
+}  // namespace
