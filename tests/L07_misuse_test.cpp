@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <stdexcept>
+#include <thread>
 
 #include "fib/fiber.hpp"
 #include "fib/fiber_local.hpp"
@@ -93,6 +94,20 @@ void detach_a_finished_tls_fiber_that_threw() {
     thrower.detach();
 }
 
+// A thread_local made before the thread's first fiber_local access is destroyed after the
+// thread's fiber-local block: its destructor may not read a fiber_local.
+struct ReadsAFiberLocalWhenDestroyed {
+    ~ReadsAFiberLocalWhenDestroyed() { ++*requests; }
+};
+
+void fiber_local_read_as_the_thread_exits() {
+    std::thread([] {
+        thread_local ReadsAFiberLocalWhenDestroyed reader;
+        (void)&reader;  // constructed now, so destroyed last
+        ++*requests;    // makes the thread's block
+    }).join();
+}
+
 // main reads a fiber_local before any FiberManager exists (the thread gets a
 // block of its own), then runs fibers with no FiberTls: they must be refused,
 // not quietly share the thread's block.
@@ -176,6 +191,12 @@ TEST(L07_MisuseDeathTest, DetachingAFinishedTlsFiberThatThrewNamesIt) {
     EXPECT_DEATH(detach_a_finished_tls_fiber_that_threw(),
                  "fib: fatal: an exception of type std::logic_error escaped detached fiber 1 "
                  "\\(late\\): found late");
+}
+
+TEST(L07_MisuseDeathTest, FiberLocalReadFromAThreadLocalDestructorAfterTheBlockWentStops) {
+    EXPECT_DEATH(fiber_local_read_as_the_thread_exits(),
+                 "fib: fatal: a fib::fiber_local was used as thread [0-9]+ exits, after its "
+                 "fiber-local block was destroyed");
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // fiber_local.cpp — lesson 7: the layout of fiber-local blocks, their pool, and a plain thread's block.
 #include "fib/fiber_local.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "fib/fatal.hpp"
@@ -33,6 +35,12 @@ void* allocate_block() {
 
 void free_block(void* block) { ::operator delete(block, std::align_val_t{layout().align}); }
 
+// A thread_local destroyed after the thread's block (one constructed before
+// the thread's first fiber_local access) must not reach the freed block. The
+// flag lives outside ThreadBlock: the compiler may drop a destructor's stores
+// to the object it ends.
+constinit thread_local bool thread_block_gone = false;
+
 // The block of a thread that runs no fibers with blocks of their own: made at
 // its first access, freed as the thread exits. Reached without %gs.
 struct ThreadBlock {
@@ -41,6 +49,7 @@ struct ThreadBlock {
         if (!block) return;
         FiberLocalPool::destroy_values(block);
         free_block(block);
+        thread_block_gone = true;
     }
 };
 thread_local ThreadBlock thread_block;
@@ -73,6 +82,10 @@ void* prepare_gs_block() {
     if (FiberManager* manager = FiberManager::current())
         fatal("%s used a fib::fiber_local, but its FiberManager has no FiberTls with fiber_locals",
               label(*manager->running()).text);
+    if (thread_block_gone)
+        fatal("a fib::fiber_local was used as thread %d exits, after its fiber-local block was "
+              "destroyed (from a thread_local's destructor?)",
+              static_cast<int>(gettid()));
     if (!thread_block.block) {
         thread_block.block = allocate_block();
         FiberLocalPool::construct_values(thread_block.block);
@@ -98,9 +111,20 @@ void* FiberLocalPool::take() {
 
 void FiberLocalPool::give_back(void* block) { free_.push_back(block); }
 
+// A copy constructor that throws leaves none of this block's copies alive.
 void FiberLocalPool::construct_values(void* block) {
-    for (const FiberLocalSlot& slot : layout().slots)
-        slot.construct(static_cast<char*>(block) + slot.offset, slot.initial);
+    const std::vector<FiberLocalSlot>& slots = layout().slots;
+    for (auto slot = slots.begin(); slot != slots.end(); ++slot) {
+        try {
+            slot->construct(static_cast<char*>(block) + slot->offset, slot->initial);
+        } catch (...) {
+            while (slot != slots.begin()) {
+                --slot;
+                slot->destroy(static_cast<char*>(block) + slot->offset);
+            }
+            throw;
+        }
+    }
 }
 
 void FiberLocalPool::destroy_values(void* block) {

@@ -38,8 +38,19 @@ FiberRecord* FiberManager::create_fiber(const FiberOptions& options, std::size_t
     fiber->asan_stack_bottom = stack.bottom();
     fiber->asan_stack_size = body_at - bottom;
     fiber->stack = std::move(stack);
+    // The environment may throw (bad_alloc for a block): then the fiber never
+    // existed, and its stack goes back to the pool.
+    if (environment_) {
+        try {
+            environment_->fiber_created(*fiber);
+        } catch (...) {
+            Stack unused = std::move(fiber->stack);
+            fiber->~FiberRecord();
+            stacks_.give_back(std::move(unused));
+            throw;
+        }
+    }
     all_.push_back(fiber);
-    if (environment_) environment_->fiber_created(*fiber);
     return fiber;
 }
 

@@ -15,18 +15,25 @@ void* block_at(std::uint64_t base) { return reinterpret_cast<void*>(base); }
 }  // namespace
 
 // main keeps the thread's own TLS; with fiber_locals it gets a block at once,
-// and %gs points at it from here on.
+// and %gs points at it from here on. The manager is told last: a fiber_local's
+// copy constructor may throw before, and a FiberTls that was never made must
+// not stay installed.
 FiberTls::FiberTls(FiberManager& manager, FiberTlsOptions options)
     : manager_(manager), options_(options), main_(manager.running()) {
-    manager_.set_environment(this, tls_switch_routine(options_.thread_locals, options_.fiber_locals));
-    main_->context.fs_base = base_of(tls_blocks_.thread());
     if (options_.fiber_locals) {
         void* block = local_blocks_.take();
+        try {
+            FiberLocalPool::construct_values(block);
+        } catch (...) {
+            local_blocks_.give_back(block);
+            throw;
+        }
         main_->context.gs_base = base_of(block);
-        FiberLocalPool::construct_values(block);
         set_gs_base(block);
         detail::gs_block_ready = true;
     }
+    main_->context.fs_base = base_of(tls_blocks_.thread());
+    manager_.set_environment(this, tls_switch_routine(options_.thread_locals, options_.fiber_locals));
 }
 
 FiberTls::~FiberTls() {
@@ -44,10 +51,18 @@ FiberTls::~FiberTls() {
 }
 
 // Before its first switch: the bases that switch will load.
+// Either take may throw bad_alloc: the first block goes back if the second fails.
 void FiberTls::fiber_created(FiberRecord& fiber) {
-    fiber.context.fs_base =
-        base_of(options_.thread_locals ? tls_blocks_.take() : tls_blocks_.thread());
-    if (options_.fiber_locals) fiber.context.gs_base = base_of(local_blocks_.take());
+    TcbHead* tls_block = options_.thread_locals ? tls_blocks_.take() : tls_blocks_.thread();
+    if (options_.fiber_locals) {
+        try {
+            fiber.context.gs_base = base_of(local_blocks_.take());
+        } catch (...) {
+            if (options_.thread_locals) tls_blocks_.give_back(tls_block);
+            throw;
+        }
+    }
+    fiber.context.fs_base = base_of(tls_block);
 }
 
 // On the fiber, its own blocks in place: what pthread_create's new thread
