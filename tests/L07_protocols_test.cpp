@@ -3,10 +3,13 @@
 // multi-threaded; setgid() and setuid() from another thread return while a TLS fiber runs; a
 // fork from a TLS fiber gives a child that can malloc, print and exit; pthread_cancel and
 // pthread_exit stop with a message naming the fiber; a signal handler on a TLS fiber sees the
-// fiber's errno and thread_locals. The scenarios that need a single-threaded start run in a
+// fiber's errno and thread_locals; a worker thread's fibers resolve names with its resolver
+// state, not main's. The scenarios that need a single-threaded start run in a
 // death test's re-executed child.
 #include <gtest/gtest.h>
 #include <grp.h>
+#include <netdb.h>
+#include <resolv.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -202,6 +205,50 @@ TEST(L07_Protocols, ASignalHandlerOnATlsFiberUsesThatFibersErrnoAndThreadLocals)
     EXPECT_EQ(counted[0], 1);
     EXPECT_EQ(counted[1], 1);
     EXPECT_EQ(signals_here, 0);  // main's own copy
+}
+
+// pthread_create points a new thread's resolver state at its own; libc's image, which a fresh
+// block starts from, points at main's. A worker thread's fibers use their thread's.
+TEST(L07_Protocols, ResolverStateOfATlsFiberIsItsThreadsNotMains) {
+    const res_state main_state = __res_state();
+    res_state thread_state = nullptr, fiber_state = nullptr;
+    std::thread([&] {
+        thread_state = __res_state();
+        fib::FiberManager manager;
+        fib::FiberTls tls(manager);
+        fib::Fiber resolver([&fiber_state] { fiber_state = __res_state(); });
+        resolver.join();
+    }).join();
+    EXPECT_NE(thread_state, main_state);
+    EXPECT_EQ(fiber_state, thread_state);
+}
+
+// Resolving on fibers of two threads at once: each call succeeds (only /etc/hosts is read).
+TEST(L07_Protocols, GetaddrinfoOnTlsFibersOfTwoThreadsAtOnce) {
+    std::atomic<int> resolved{0};
+    auto resolve_on_fibers = [&resolved] {
+        fib::FiberManager manager;
+        fib::FiberTls tls(manager);
+        std::vector<fib::Fiber> fibers;
+        for (int i = 0; i < 3; ++i)
+            fibers.emplace_back([&resolved] {
+                for (int round = 0; round < 20; ++round) {
+                    addrinfo hints{}, *found = nullptr;
+                    hints.ai_family = AF_INET;
+                    hints.ai_socktype = SOCK_STREAM;
+                    if (getaddrinfo("localhost", "80", &hints, &found) == 0) {
+                        ++resolved;
+                        freeaddrinfo(found);
+                    }
+                    fib::this_fiber::yield();
+                }
+            });
+        for (fib::Fiber& fiber : fibers) fiber.join();
+    };
+    std::thread first(resolve_on_fibers), second(resolve_on_fibers);
+    first.join();
+    second.join();
+    EXPECT_EQ(resolved.load(), 2 * 3 * 20);
 }
 
 }  // namespace

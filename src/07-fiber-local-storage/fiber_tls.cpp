@@ -69,7 +69,7 @@ void FiberTls::fiber_created(FiberRecord& fiber) {
 // would do first.
 void FiberTls::fiber_starting(FiberRecord& fiber) {
     if (options_.thread_locals) {
-        TlsBlockPool::fiber_starting();
+        tls_blocks_.fiber_starting();
         detail::gs_block_ready = options_.fiber_locals;  // this block's own copy
     }
     if (options_.fiber_locals) FiberLocalPool::construct_values(block_at(fiber.context.gs_base));

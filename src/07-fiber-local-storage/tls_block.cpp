@@ -2,10 +2,12 @@
 #include "fib/tls_block.hpp"
 
 #include <locale.h>
+#include <resolv.h>
 #include <sys/types.h>
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -25,9 +27,26 @@ void copy_tid(TcbHead* block, const TcbHead* thread) {
                 reinterpret_cast<const char*>(thread) + tid_at, sizeof(pid_t));
 }
 
+// A recycled block must start as a new thread would: the TLS of every
+// dlopen'ed module not yet allocated. Its objects were destroyed at the last
+// fiber's end (__call_tls_dtors), but its guard variables, inside the block,
+// still say "constructed". Freed here, the next fiber's first access
+// allocates the module's block afresh from its image, as in a new thread.
+void release_dynamic_tls(TcbHead* tp) {
+    DtvEntry* dtv = static_cast<DtvEntry*>(tp->dtv);
+    for (std::size_t module = 1; module <= dtv[-1].counter; ++module) {
+        if (dtv[module].pointer.to_free == nullptr) continue;  // static, or never allocated
+        std::free(dtv[module].pointer.to_free);
+        dtv[module].pointer.val = kDtvUnallocated;
+        dtv[module].pointer.to_free = nullptr;
+    }
+}
+
 }  // namespace
 
-TlsBlockPool::TlsBlockPool() : thread_(thread_pointer()) { prepare_thread_protocols(); }
+TlsBlockPool::TlsBlockPool() : thread_(thread_pointer()), resolver_(__res_state()) {
+    prepare_thread_protocols();
+}
 
 TlsBlockPool::~TlsBlockPool() {
     for (TcbHead* tp : free_) _dl_deallocate_tls(tp, true);
@@ -98,17 +117,24 @@ TcbHead* TlsBlockPool::take() {
     return tp;
 }
 
-void TlsBlockPool::give_back(TcbHead* tp) { free_.push_back(tp); }
+void TlsBlockPool::give_back(TcbHead* tp) {
+    release_dynamic_tls(tp);
+    free_.push_back(tp);
+}
 
 // A new thread starts with errno 0 and the global locale, and pthread_create
 // sets its ctype table pointers (TLS, zero in libc's image: without them
 // isalpha() reads through a null pointer). uselocale() sets the locale and
 // those pointers at once. It matters on a recycled block too: libc's TLS is
 // not reset (take(), above), so it still holds its last fiber's errno and
-// locale.
-void TlsBlockPool::fiber_starting() {
+// locale. pthread_create also points the thread's resolver state (__resp)
+// at its own; libc's image says main's, and a worker thread's fibers would
+// share main's with main: they get their thread's. Fibers of one thread may
+// share it, as a resolver call never parks a fiber halfway.
+void TlsBlockPool::fiber_starting() const {
     errno = 0;
     uselocale(LC_GLOBAL_LOCALE);
+    __resp = resolver_;
 }
 
 // What a thread's exit does with its TLS: destroy the thread_local objects

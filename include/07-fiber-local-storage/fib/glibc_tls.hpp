@@ -41,6 +41,23 @@ static_assert(offsetof(TcbHead, stack_guard) == 0x28);  // fixed by the ABI: g++
 static_assert(offsetof(TcbHead, pointer_guard) == 0x30);
 static_assert(offsetof(TcbHead, feature_1) == 0x48);
 
+// One entry of the DTV (glibc's dtv_t, sysdeps/generic/dl-dtv.h). A TCB's dtv
+// points at entry 1 of its array: dtv[-1] counts the module slots, dtv[0] is
+// the generation, dtv[id] the block of the module with that TLS id (the
+// dlpi_tls_modid dl_iterate_phdr reports). A module loaded with the program
+// lives in the static area (to_free null); one dlopen'ed later gets a block
+// malloc'd by __tls_get_addr at its first access (to_free is that pointer),
+// and until then val is kDtvUnallocated.
+union DtvEntry {
+    std::size_t counter;
+    struct {
+        void* val;
+        void* to_free;
+    } pointer;
+};
+static_assert(sizeof(DtvEntry) == 16);
+inline void* const kDtvUnallocated = reinterpret_cast<void*>(-1);
+
 // The thread pointer of the code running now: the TCB's first word points to
 // itself, so this works with or without FSGSBASE.
 inline TcbHead* thread_pointer() {
@@ -51,7 +68,12 @@ inline TcbHead* thread_pointer() {
 
 }  // namespace fib
 
+struct __res_state;
+
 extern "C" {
+// libc (GLIBC_PRIVATE): this thread's resolver state, TLS. Main's is the
+// global _res; pthread_create points a new thread's at its struct pthread.
+extern __thread struct __res_state* __resp;
 // ld.so: a new TCB with a zeroed struct pthread, a DTV of its own and every
 // module's TLS block initialised from its image (mem == nullptr: malloc it).
 void* _dl_allocate_tls(void* mem);

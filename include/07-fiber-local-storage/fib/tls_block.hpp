@@ -33,7 +33,7 @@ public:
     void give_back(TcbHead* tp);
 
     // Run on the fiber, on its own block: as it starts, and as its function ends.
-    static void fiber_starting();
+    void fiber_starting() const;
     static void fiber_ending();
 
     TcbHead* thread() const { return thread_; }
@@ -44,6 +44,7 @@ private:
     TcbHead* make_block();
 
     TcbHead* thread_;              // the creating thread's control block
+    struct __res_state* resolver_;      // the creating thread's resolver state
     std::vector<TcbHead*> free_;   // blocks whose fiber has been released
     std::size_t created_ = 0;
 };
