@@ -9,6 +9,7 @@
 // run, except the segment table (its numbers depend on the build) and the
 // last line (it depends on the machine, and on FIB_TLS_SWITCH).
 #include <fcntl.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -146,6 +147,22 @@ void use_note() {
     fib::this_fiber::yield();
 }
 
+// malloc's arenas, as malloc_info counts them (one <heap> element each), and
+// the memory they took from the system, at the start of main.
+long malloc_arenas() {
+    char* text = nullptr;
+    std::size_t size = 0;
+    std::FILE* stream = open_memstream(&text, &size);
+    malloc_info(0, stream);
+    std::fclose(stream);
+    long arenas = 0;
+    for (const char* at = text; (at = std::strstr(at, "<heap nr=")) != nullptr; ++at) ++arenas;
+    std::free(text);
+    return arenas;
+}
+long arenas_at_start = 0;
+std::size_t system_bytes_at_start = 0;
+
 // Two waves of two fibers: the second wave runs on the first wave's blocks,
 // reset to the segments' images, so its Notes are constructed afresh.
 void destructors_and_stats() {
@@ -163,6 +180,13 @@ void destructors_and_stats() {
                 "%zu fiber_local blocks, main's included\n",
                 static_cast<unsigned long long>(manager.stats().spawned), stats.tls_blocks_created,
                 stats.tls_blocks_pooled, stats.local_blocks_created);
+    // malloc takes a fresh block for a new thread: registering a Note's
+    // destructor is the first malloc on each, which makes malloc's per-thread
+    // cache and, below malloc's limit of 8 arenas per core, a new arena.
+    std::printf("  malloc arenas: %ld at start, %ld now; their memory from the system: %zu KiB, "
+                "then %zu KiB\n",
+                arenas_at_start, malloc_arenas(), system_bytes_at_start / 1024,
+                mallinfo2().arena / 1024);
     // This line depends on the CPU and kernel (FSGSBASE, Linux 5.9+), and says
     // arch_prctl under FIB_TLS_SWITCH=arch_prctl.
     std::printf("  its switch writes %%fs/%%gs with %s\n",
@@ -172,6 +196,8 @@ void destructors_and_stats() {
 }  // namespace
 
 int main() {
+    arenas_at_start = malloc_arenas();
+    system_bytes_at_start = mallinfo2().arena;
     std::puts("Part 1: fib::fiber_local<int> beside a thread_local, a yield after each step");
     run_three("FiberTlsOptions{.thread_locals = false, .fiber_locals = true}",
               fib::FiberTlsOptions{.thread_locals = false, .fiber_locals = true}, count_both);
