@@ -1,4 +1,4 @@
-// glibc_tls.hpp — lesson 7: what a TLS block needs from glibc: the TCB's layout and four private calls.
+// glibc_tls.hpp — lesson 7: what a TLS block needs from glibc: the TCB's and the DTV's layouts and a few private names.
 //
 // On x86-64 the %fs base (the "thread pointer", tp) points at the thread's
 // control block, glibc's struct pthread (~2.3 KiB); every module's TLS lies
@@ -9,10 +9,11 @@
 //   call __tls_get_addr        a shared library's TLS: tp -> DTV -> module's block
 //
 // This header mirrors the start of that control block (tcbhead_t in glibc's
-// sysdeps/x86_64/nptl/tls.h) and declares the GLIBC_PRIVATE functions that
-// pthread_create itself uses to set a thread up. Private means glibc may change
-// them: tests/L06_tcb_test.cpp checks every field below against the running
-// thread, so a glibc that moved one fails a test rather than a fiber.
+// sysdeps/x86_64/nptl/tls.h) and a DTV entry, and declares the GLIBC_PRIVATE
+// functions and variables that pthread_create itself uses to set a thread up.
+// Private means glibc may change them: tests/L07_tcb_test.cpp and
+// L07_dlopen_test.cpp check each layout against the running thread, so a glibc
+// that moved one fails a test rather than a fiber.
 #pragma once
 
 #include <cstddef>
