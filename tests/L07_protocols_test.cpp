@@ -67,7 +67,8 @@ TEST(L07_ProtocolsDeathTest, AFiberStartingTheFirstThreadLeavesTheThreadsOwnBloc
 }
 
 // A worker thread's TLS fiber spins (never parks, so the thread is on the fiber's block) while
-// main changes the process's ids: glibc signals every thread and waits for each to say done.
+// main, then a TLS fiber of main's, change the process's ids: glibc signals every other thread
+// and waits for each to say done.
 void change_ids_while_a_tls_fiber_runs() {
     std::atomic<bool> running{false}, stop{false};
     std::thread worker([&] {
@@ -82,7 +83,12 @@ void change_ids_while_a_tls_fiber_runs() {
     while (!running) std::this_thread::yield();
     alarm(10);  // a regression hangs in setgid(): end the child with the watchdog's message
     const gid_t groups[] = {getgid()};
-    const bool changed = setgid(getgid()) == 0 && setuid(getuid()) == 0 && setgroups(1, groups) == 0;
+    bool changed = setgid(getgid()) == 0 && setuid(getuid()) == 0 && setgroups(1, groups) == 0;
+    // And from a TLS fiber of main's: glibc's caller skips its own thread, found through self.
+    fib::FiberManager manager;
+    fib::FiberTls tls(manager);
+    fib::Fiber changer([&changed] { changed = changed && setgid(getgid()) == 0; });
+    changer.join();
     stop = true;
     worker.join();
     std::_Exit(changed ? 0 : 2);
