@@ -77,12 +77,13 @@ TEST(L07_Tcb, MirrorMatchesTheRunningThreadsControlBlock) {
 // cleanup_jmp_buf_at(), derived from a field glibc exports, finds where the thread's unwinding
 // ends: a buffer in a frame of its own stack, above the running one (main's in
 // __libc_start_call_main, a new thread's in start_thread), on main and on a new thread.
+// (The frame's address, not a local's: ASan may keep locals on a stack of its own.)
 bool cleanup_jmp_buf_lies_above_this_frame() {
-    char here;
+    const char* here = static_cast<const char*>(__builtin_frame_address(0));
     char* buffer;
     std::memcpy(&buffer, reinterpret_cast<const char*>(fib::thread_pointer()) + fib::cleanup_jmp_buf_at(),
                 sizeof buffer);
-    return buffer > &here && buffer - &here < 8 * 1024 * 1024;
+    return buffer > here && buffer - here < 8 * 1024 * 1024;
 }
 
 TEST(L07_Tcb, CleanupJmpBufOffsetFindsTheUnwindBufferOnMainAndOnANewThread) {

@@ -5,8 +5,7 @@
 // them and waits until they have ended. For the memory rows: a blocked fiber
 // holds its record, its stack and whatever else the stage gives a fiber. The
 // parked fibers are strung through their own queue_link (free while a fiber
-// is blocked), so keeping track of them allocates nothing. Each fiber first
-// calls `first` if one is given (a row that wants each to have malloc'd, say).
+// is blocked), so keeping track of them allocates nothing.
 #pragma once
 
 #include "fib/fiber.hpp"
@@ -15,12 +14,10 @@
 namespace bench {
 
 template <class Measure>
-auto while_fibers_blocked(fib::FiberManager& manager, long count, Measure measure,
-                          void (*first)() = nullptr) {
+auto while_fibers_blocked(fib::FiberManager& manager, long count, Measure measure) {
     fib::IntrusiveList<fib::FiberRecord, &fib::FiberRecord::queue_link> parked;
     for (long i = 0; i < count; ++i)
-        fib::Fiber([&manager, &parked, first] {
-            if (first) first();
+        fib::Fiber([&manager, &parked] {
             parked.push_back(manager.running());
             manager.park(fib::WaitSite{"bench: blocked", nullptr, &parked});
         }).detach();

@@ -14,10 +14,6 @@
 //                        thread_local and mallocs): recycled blocks keep it flat
 //   tls_block_bytes      heap bytes per fresh TLS block: 1,000 fibers alive at once,
 //                        with FiberTls minus without, divided by 1,000
-//   malloc_cache_bytes   heap bytes per fresh TLS block once its fiber has called
-//                        malloc: malloc's per-thread cache, which it makes for what
-//                        it takes to be a new thread (1,000 fibers alive, each has
-//                        malloc'd and freed once, minus the same that did not)
 // The wrfsbase rows need FSGSBASE (tls_switch.hpp); without it they are skipped.
 #include <malloc.h>
 
@@ -126,24 +122,14 @@ long heap_in_use() {
 // With FiberTls each holds a fresh TLS block (every module's TLS, glibc's
 // struct pthread, the DTV) and a fiber_local block; the stacks are mmapped
 // and not on the heap. A fiber that mallocs on a fresh block would also get
-// malloc's per-thread cache; these do not, so it is not counted.
+// malloc's per-thread cache (and perhaps an arena); these do not, so it is
+// not counted here: L07_malloc_bench.cpp's rows count it.
 double heap_growth_alive(bool with_tls) {
     fib::FiberManager manager;
     std::optional<fib::FiberTls> tls;
     if (with_tls) tls.emplace(manager);
     const long before = heap_in_use();
     const long after = while_fibers_blocked(manager, kAliveFibers, heap_in_use);
-    return static_cast<double>(after - before);
-}
-
-// The heap growth while 1,000 fibers are alive on fresh blocks, each having
-// called malloc and free once: the blocks, as heap_growth_alive(true), and the
-// per-thread cache malloc made for each.
-double heap_growth_alive_after_malloc() {
-    fib::FiberManager manager;
-    fib::FiberTls tls(manager);
-    const long before = heap_in_use();
-    const long after = while_fibers_blocked(manager, kAliveFibers, heap_in_use, touch_tls_and_heap);
     return static_cast<double>(after - before);
 }
 
@@ -200,14 +186,6 @@ void tls_costs(std::vector<Figure>& figures) {
     block.compared = std::to_string(kAliveFibers) + " fibers alive: heap with FiberTls minus without";
     block.result_extra = " fibers=" + std::to_string(kAliveFibers);
     rows.push_back(block);
-
-    // Once: the caches stay with the blocks' libc TLS, and malloc may make an
-    // arena for a fresh block (lessons/07's demo counts them in a fresh process).
-    const double cache_per_block = (heap_growth_alive_after_malloc() - heap_growth_alive(true)) / kAliveFibers;
-    Figure cache{"malloc_cache_bytes", summarize({cache_per_block}), "bytes"};
-    cache.repetitions = 1;
-    cache.compared = std::to_string(kAliveFibers) + " fibers alive, each malloc'd once: minus none";
-    rows.push_back(cache);
 
     for (Figure& row : rows) figures.push_back(row);
 }
