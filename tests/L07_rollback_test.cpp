@@ -1,7 +1,8 @@
 // L07_rollback_test.cpp — lesson 7: what fails halfway leaves nothing behind. A fiber_local whose
 // copy constructor throws while a FiberTls is made: the exception reaches the caller, no copy
-// stays alive, and the manager keeps no environment (later fibers run). An environment whose
-// fiber_created throws: the spawn throws, no record stays in the manager, and later fibers run.
+// stays alive, and the manager keeps no environment (later fibers run); the same as a fiber
+// starts: its exception, seen by join(). An environment whose fiber_created throws: the spawn
+// throws, no record stays in the manager, and later fibers run.
 #include <gtest/gtest.h>
 
 #include <new>
@@ -47,6 +48,22 @@ TEST(L07_Rollback, AFiberLocalCopyThrowingWhileFiberTlsIsMadeLeavesNoEnvironment
     fib::FiberTls tls(manager);  // and one can be installed afterwards
     fib::Fiber with_tls([&ran] { ran = (*counted, true); });
     with_tls.join();
+}
+
+// The copy made as a fiber starts throws: that is the fiber's exception, seen by join().
+TEST(L07_Rollback, AFiberLocalCopyThrowingAsAFiberStartsIsThatFibersException) {
+    fib::FiberManager manager;
+    fib::FiberTls tls(manager);
+    const int live_before = live_counted;
+    copies_throw = true;
+    fib::Fiber refused([] { ADD_FAILURE() << "the body ran"; });
+    EXPECT_THROW(refused.join(), std::runtime_error);
+    copies_throw = false;
+    EXPECT_EQ(live_counted, live_before);
+    bool ran = false;
+    fib::Fiber next([&ran] { ran = true; });
+    next.join();
+    EXPECT_TRUE(ran);
 }
 
 struct FailingEnvironment final : fib::FiberEnvironment {

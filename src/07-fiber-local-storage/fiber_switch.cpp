@@ -67,8 +67,12 @@ void FiberManager::finish_switch() {
     // A fiber with TLS of its own starts with every thread_local at its
     // initial value, this one included: set it again.
     current_ = manager;
-    if (manager->environment_) manager->environment_->fiber_starting(*self);
+    // The environment's set-up can throw (a fiber_local's copy constructor):
+    // that is the fiber's exception, and there is then nothing to clean up.
+    bool started = false;
     try {
+        if (manager->environment_) manager->environment_->fiber_starting(*self);
+        started = true;
         self->run_body(self->body);
     } catch (abi::__forced_unwind&) {
         // pthread_exit() or pthread_cancel() unwinds with this "exception", which
@@ -81,7 +85,7 @@ void FiberManager::finish_switch() {
     } catch (...) {
         self->exception = std::current_exception();
     }
-    if (manager->environment_) manager->environment_->fiber_ending(*self);
+    if (manager->environment_ && started) manager->environment_->fiber_ending(*self);
     manager->exit_running();
 }
 
