@@ -354,7 +354,7 @@ help:
 	@echo "                      (make -j2 SAN=1 test: about 4 min)"
 	@echo "make STATIC=1 test-lesson7  lessons 1-7's tests linked statically, in build/static/"
 	@echo "                      (make -j2: about 45 s)"
-	@echo "make bench            bench-lesson$(LAST_LESSON): the whole table (about a minute)"
+	@echo "make bench            bench-lesson$(LAST_LESSON): the whole table (about 90 s)"
 	@echo "make bench-echo       bench-echo-lesson$(LAST_LESSON) (about 3.5 min)"
 	@echo "make check-stack      check that no built binary has an executable stack, and the"
 	@echo "                      assembly's CET note and unwind rows (scripts/check-asm.py)"
