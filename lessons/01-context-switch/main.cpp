@@ -16,35 +16,24 @@ namespace {
 constexpr int kTurns = 3;
 
 // One participant: its saved context, its stack (main's is the thread's own),
-// and what AddressSanitizer needs to know about it.
+// and what AddressSanitizer must know of that stack (see fib/sanitizer.hpp).
 struct Player {
     const char* name;
     const char* stack_name;
     fib::Context context;
     fib::Stack stack;
-    void* fake_stack = nullptr;            // these three are used only under ASan;
-    const void* stack_bottom = nullptr;    // main's bounds are learned when main
-    std::size_t stack_size = 0;            // is first left (see arrive)
+    fib::sanitizer::StackRecord asan;
 };
 
-Player main_player{"main", "the thread's own stack", {}, {}};
-Player ping{"ping", "ping's stack", {}, fib::Stack(fib::Stack::kDefaultSize)};
-Player pong{"pong", "pong's stack", {}, fib::Stack(fib::Stack::kDefaultSize)};
-Player* came_from = nullptr;  // the player that made the latest switch
+Player main_player{"main", "the thread's own stack", {}, {},
+                   fib::sanitizer::record_of_this_thread()};
+Player ping{"ping", "ping's stack", {}, fib::Stack(fib::Stack::kDefaultSize), {}};
+Player pong{"pong", "pong's stack", {}, fib::Stack(fib::Stack::kDefaultSize), {}};
 
-// First thing after landing on a stack: finish ASan's hand-over, which also
-// reports the bounds of the stack we came from. A no-op in a normal build.
-void arrive(Player& self) {
-    fib::sanitizer::finish_switch(self.fake_stack, &came_from->stack_bottom,
-                                  &came_from->stack_size);
-}
-
-// Switch from one player to another, telling ASan where we are going.
+// Switch from one player to another; returns when some player switches back.
 void switch_to(Player& from, Player& to) {
-    came_from = &from;
-    fib::sanitizer::start_switch(&from.fake_stack, to.stack_bottom, to.stack_size);
-    switch_context(&from.context, &to.context, reinterpret_cast<std::uintptr_t>(&to));
-    arrive(from);
+    fib::sanitizer::switch_announced(&from.context, from.asan, &to.context, to.asan,
+                                     reinterpret_cast<std::uintptr_t>(&to));
 }
 
 // Which stack an address lies on: this is how the demo shows, rather than
@@ -62,7 +51,7 @@ const char* stack_of(const void* address) {
 // back to main for good.
 void play(std::uintptr_t arg) {
     Player& self = *reinterpret_cast<Player*>(arg);
-    arrive(self);
+    fib::sanitizer::finish_switch(nullptr, nullptr, nullptr);  // ASan: we arrived
     Player& other = (&self == &ping) ? pong : ping;
     for (int turn = 1; turn <= kTurns; ++turn) {
         char local;  // lives in this frame, on whatever stack we run on
@@ -78,8 +67,7 @@ void play(std::uintptr_t arg) {
 int main() {
     for (Player* player : {&ping, &pong}) {
         fib::prepare_context(player->context, player->stack.top(), play);
-        player->stack_bottom = player->stack.bottom();
-        player->stack_size = player->stack.size();
+        player->asan = fib::sanitizer::record_of(player->stack);
     }
     char local;
     std::printf("main: running on %s; ping and pong have %zu bytes each\n",

@@ -9,9 +9,19 @@
 //
 // A context that will never run again passes nullptr to start_switch so ASan
 // frees its fake frames. Without -fsanitize=address these compile to nothing.
+//
+// switch_announced() does the bracketing for code that switches by hand, as
+// lesson 1's demo does: each context keeps a StackRecord, the bounds of its
+// stack and ASan's fake frames while it is switched out.
 #pragma once
 
+#include <pthread.h>
+
 #include <cstddef>
+#include <cstdint>
+
+#include "fib/context.hpp"
+#include "fib/stack.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
@@ -33,6 +43,40 @@ inline void finish_switch([[maybe_unused]] void* fake_stack_save,
 #if defined(__SANITIZE_ADDRESS__)
     __sanitizer_finish_switch_fiber(fake_stack_save, from_bottom, from_size);
 #endif
+}
+
+// What ASan must know of one context: where its stack lies, and where its fake
+// frames are kept while it is switched out.
+struct StackRecord {
+    const void* bottom = nullptr;
+    std::size_t size = 0;
+    void* fake_stack = nullptr;
+};
+
+inline StackRecord record_of(const Stack& stack) { return {stack.bottom(), stack.size()}; }
+
+// The calling thread's own stack, for the context that runs on it (main).
+inline StackRecord record_of_this_thread() {
+    StackRecord record;
+    pthread_attr_t attributes;
+    if (pthread_getattr_np(pthread_self(), &attributes) == 0) {
+        void* bottom = nullptr;
+        pthread_attr_getstack(&attributes, &bottom, &record.size);
+        record.bottom = bottom;
+        pthread_attr_destroy(&attributes);
+    }
+    return record;
+}
+
+// switch_context(from, to, arg), bracketed for ASan. It returns when some
+// context switches back to `from`. A context that starts fresh has no
+// switch_announced() of its own to return into: its entry function calls
+// finish_switch(nullptr, nullptr, nullptr) first.
+inline void switch_announced(Context* from, StackRecord& from_record, Context* to,
+                             const StackRecord& to_record, std::uintptr_t arg) {
+    start_switch(&from_record.fake_stack, to_record.bottom, to_record.size);
+    switch_context(from, to, arg);
+    finish_switch(from_record.fake_stack, nullptr, nullptr);
 }
 
 }  // namespace fib::sanitizer
