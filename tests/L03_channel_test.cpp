@@ -1,7 +1,8 @@
 // L03_channel_test.cpp — lesson 3: Channel<T>, the bounded FIFO built on two CondVars. Order,
-// the capacity bound, blocking on empty, close (waking receivers and senders, draining what
-// was sent before it, refusing later sends), move-only values, and many producers and
-// consumers delivering every value exactly once.
+// the capacity bound, blocking on empty (and again after a wake-up for a value another fiber
+// took), close (waking receivers and senders, draining what was sent before it, refusing later
+// sends), move-only values, and many producers and consumers delivering every value exactly
+// once.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -78,6 +79,27 @@ TEST(L03_Channel, ReceiveOnAnEmptyChannelBlocksUntilASend) {
     receiver.join();
     EXPECT_EQ(got, 42);
     EXPECT_EQ(numbers.size(), 0u);
+}
+
+// The woken receiver runs only when main yields; by then main has taken the value itself. The
+// receiver must wait again (receive's `while`), not take the empty channel for a closed one.
+TEST(L03_Channel, AReceiverWokenForAValueAnotherTookWaitsAgainInsteadOfEnding) {
+    fib::FiberManager manager;
+    fib::Channel<int> numbers(2);
+    std::optional<int> got;
+    bool returned = false;
+    fib::Fiber receiver([&] {
+        got = numbers.receive();
+        returned = true;
+    });
+    fib::this_fiber::yield();  // the receiver now waits
+    EXPECT_TRUE(numbers.send(1));
+    EXPECT_EQ(numbers.receive(), 1);  // main takes it before the woken receiver runs
+    fib::this_fiber::yield();
+    EXPECT_FALSE(returned);
+    EXPECT_TRUE(numbers.send(2));
+    receiver.join();
+    EXPECT_EQ(got, 2);
 }
 
 TEST(L03_Channel, CloseWakesEveryBlockedReceiverWithNullopt) {

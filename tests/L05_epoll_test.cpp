@@ -123,6 +123,60 @@ TEST(L05_Epoll, AReportForAForgottenFdDoesNotReachTheNewFileWithItsNumber) {
     EXPECT_EQ(order, (std::vector<const char*>{"written", "woken"}));
 }
 
+// The Waiter promises level-triggered readiness, as poll gives it: a fiber that reads part of
+// what is there and waits again wakes at once. Edge-triggered epoll (EPOLLET) would report no
+// new edge, and the second wait would never return.
+TEST(L05_Epoll, AWaitAfterAPartialReadWakesAtOnceForTheBytesStillThere) {
+    fib::FiberManager manager;
+    fib::Waiter waiter("epoll");
+    Pair pipe = make_fds();
+    ASSERT_EQ(::write(pipe.second.get(), "ab", 2), 2);
+    std::string got;
+    fib::Fiber reader([&] {
+        for (int i = 0; i < 2; ++i) {
+            EXPECT_EQ(waiter.wait(pipe.first.get(), POLLIN), POLLIN);
+            char byte;
+            ASSERT_EQ(::read(pipe.first.get(), &byte, 1), 1);
+            got += byte;
+        }
+    });
+    reader.join();
+    EXPECT_EQ(got, "ab");
+}
+
+// epoll registers a (file, fd number) pair and drops it only when the file itself is released.
+// Closed behind the Waiter's back while a dup keeps it open, the old file's registration lives
+// on under the number, and its readiness arrives tagged with that number. The tag's generation
+// tells it from the registration of the new file that got the number: the fiber waiting on the
+// new file must not wake for the old file's bytes.
+TEST(L05_Epoll, TheOldFilesReadinessDoesNotWakeAWaiterOnTheNewFileWithItsNumber) {
+    fib::FiberManager manager;
+    fib::Waiter waiter("epoll");
+    Pair old_pipe = make_fds();
+    const int number = old_pipe.first.get();
+    const int alias = ::dup(number);  // keeps the old file, and its registration, alive
+    ASSERT_GE(alias, 0);
+    fib::Fiber first([&] { waiter.wait(number, POLLIN); });
+    ASSERT_EQ(::write(old_pipe.second.get(), "o", 1), 1);
+    first.join();                       // the old file is registered under `number`
+    ::close(old_pipe.first.release());  // behind the Waiter's back
+    Pair new_pipe = make_fds();
+    ASSERT_EQ(new_pipe.first.get(), number);
+    std::vector<const char*> order;
+    fib::Fiber second([&] {
+        EXPECT_EQ(waiter.wait(number, POLLIN), POLLIN);
+        order.push_back("woken");
+    });
+    fib::this_fiber::yield();  // second waits on the new file
+    ASSERT_EQ(::write(old_pipe.second.get(), "o", 1), 1);  // the old file is readable again
+    for (int i = 0; i < 5; ++i) fib::this_fiber::yield();  // the Waiter polls meanwhile
+    ::close(alias);  // the old file goes, and its registration with it
+    order.push_back("written");
+    ASSERT_EQ(::write(new_pipe.second.get(), "n", 1), 1);
+    second.join();
+    EXPECT_EQ(order, (std::vector<const char*>{"written", "woken"}));
+}
+
 // A bare close() of a number the Waiter has seen breaks its contract (close through io::close
 // or UniqueFd), and the kernel drops the epoll registration with the file while the Waiter
 // still counts it as made. A new file that gets the number, waited on for the same events,

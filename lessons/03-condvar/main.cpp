@@ -60,7 +60,7 @@ int main() {
     fib::Fiber square_fiber({.name = "square"}, square, std::ref(numbers), std::ref(squares));
     fib::Fiber sink_fiber({.name = "sink"}, sink, std::ref(squares), std::ref(total));
 
-    // join() waits on a CondVar now: main blocks until each fiber ends.
+    // main blocks in each join() (parked, out of the ready queue) until that fiber ends.
     source_fiber.join();
     square_fiber.join();
     sink_fiber.join();
