@@ -126,7 +126,8 @@ CPPFLAGS += -DFIB_STATIC=1
 LDFLAGS  += -static -Wl,-u,__libc_thread_freeres
 endif
 
-# GoogleTest, from Debian's libgtest-dev; only the tests need it.
+# GoogleTest, from Debian's libgtest-dev; only the tests need it, and make test installs it
+# when it is missing (scripts/install-gtest.sh).
 GTEST_HEADER := $(firstword $(wildcard /usr/include/gtest/gtest.h /usr/local/include/gtest/gtest.h))
 GTEST_LIBS   := -lgtest
 # Every test binary runs under a watchdog: tests/main.cpp ends a test that runs
@@ -160,14 +161,14 @@ program_lesson = $(lastword $(foreach n,$(call upto,$(1)),$(if $(filter $(2),$(P
 program_srcs   = $(SOURCES_$(call program_lesson,$(1),$(2))_$(2))
 # Every file stage N is made of: what make stage-lessonN copies and diff-lessonN compares.
 stage_files = $(call stage_lib,$(1)) $(call stage_headers,$(1)) \
-              $(sort $(wildcard $(foreach n,$(call upto,$(1)),lessons/$(DIR_$(n))/*))) \
+              $(filter-out %/exercises %/solutions,$(sort $(wildcard $(foreach n,$(call upto,$(1)),lessons/$(DIR_$(n))/*)))) \
               $(sort $(wildcard $(foreach n,$(call upto,$(1)),tests/L0$(n)_*))) tests/main.cpp \
               tests/bench/bench_main.cpp tests/bench/bench.hpp \
               $(sort $(wildcard $(foreach n,$(call upto,$(1)),tests/bench/L0$(n)_*)))
 objects = $(addprefix $(OUT)/lesson$(1)/obj/,$(addsuffix .o,$(basename $(2))))
 
 .PHONY: all programs help run test bench bench-echo check-stack check-backtrace check-echo-server \
-        check-tree gtest-check clean print-lessons FORCE
+        check-tree check-text check-exercises gtest-check clean print-lessons FORCE
 all: $(addprefix lesson,$(LESSONS))
 
 # ---- One stage: library, demo, programs, tests, bench, layer check --------------------------
@@ -217,6 +218,9 @@ $(OUT)/lesson$(1)/libfib.a: $$(LIB_OBJS_$(1))
 
 $(OUT)/lesson$(1)/demo: $$(DEMO_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a
 	$$(CXX) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@
+
+# The tests are compiled once GoogleTest is there (make test installs it).
+$$(TEST_OBJS_$(1)): | gtest-check
 
 $(OUT)/lesson$(1)/tests: $$(TEST_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a $$(TEST_SO_$(1))
 	$$(CXX) $$(LDFLAGS) $$(TEST_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a $$(TEST_SO_$(1):%=% -Wl,-rpath,$$(abspath $$(dir $$(TEST_SO_$(1))))) $$(GTEST_LIBS) $$(LDLIBS) -o $$@
@@ -282,6 +286,37 @@ $(foreach n,$(LESSONS),$(if $(filter echo_server,$(call stage_programs,$(n))),$(
 
 
 
+# ---- Exercises -------------------------------------------------------------------------------
+# A "build it" exercise K of lesson N has a suite, tests/exercises/LNN_exK_<name>_test.cpp,
+# and may have files the learner edits, in lessons/NN-*/exercises/exK_<name>/. Each is built
+# into an exercise binary of its own against stage N's library, so one that does not compile
+# yet hides no other. `make exercise-lessonN` (EX=K for one) builds and runs them through
+# scripts/exercises.py; the reference solutions are lessons/NN-*/solutions/exK_<name>.patch.
+exercise_name = $(patsubst L0$(1)_%_test.cpp,%,$(notdir $(2)))
+define EXERCISE
+EXERCISE_OWN_$(1)_$(3) := $(call objects,$(1),$(2) $(wildcard lessons/$(DIR_$(1))/exercises/$(3)/*.cpp lessons/$(DIR_$(1))/exercises/$(3)/*.S))
+$$(EXERCISE_OWN_$(1)_$(3)): CPPFLAGS += -Ilessons/$(DIR_$(1))/exercises/$(3) -Itests
+$$(EXERCISE_OWN_$(1)_$(3)): | gtest-check
+$(OUT)/lesson$(1)/exercises/$(3): $(OUT)/lesson$(1)/obj/tests/main.o $$(EXERCISE_OWN_$(1)_$(3)) $(OUT)/lesson$(1)/libfib.a
+	@mkdir -p $$(@D)
+	$$(CXX) $$(LDFLAGS) $$^ $$(GTEST_LIBS) $$(LDLIBS) -o $$@
+-include $$(EXERCISE_OWN_$(1)_$(3):.o=.d)
+
+endef
+$(foreach n,$(LESSONS),$(foreach suite,$(wildcard tests/exercises/L0$(n)_ex*_test.cpp),$(eval $(call EXERCISE,$(n),$(suite),$(call exercise_name,$(n),$(suite))))))
+
+define EXERCISE_STAGE
+.PHONY: exercise-lesson$(1)
+exercise-lesson$(1): gtest-check $(OUT)/lesson$(1)/libfib.a
+	@scripts/exercises.py run --lesson $(1) --out $(OUT) $(if $(EX),--only $(EX))
+endef
+$(foreach n,$(LESSONS),$(eval $(call EXERCISE_STAGE,$(n))))
+
+# CI: every suite fails as shipped; every solution passes and every "break it" change makes
+# the tests it names fail, each applied to a scratch copy of the tree.
+check-exercises: gtest-check
+	@scripts/exercises.py check
+
 # ---- Top-level targets ----------------------------------------------------------------------
 # `make test` checks the tree's layering, proves every stage on its own (stage N runs the
 # tests of lessons 1..N), then checks that no binary got an executable stack and what the
@@ -290,11 +325,19 @@ test: check-tree $(addprefix test-lesson,$(LESSONS))
 	@$(MAKE) --no-print-directory check-stack
 
 # The layering rules themselves: the layer check's self-test, replacements that only add,
-# and no stage naming what only a later lesson defines.
+# and no stage naming what only a later lesson defines; and every name the texts quote exists.
 check-tree:
 	@scripts/check-layers.py --self-test
+	@scripts/check-text.py names
 	@scripts/check-replacements.py $(foreach n,$(LESSONS),$(call lib_of,$(n)) $(call headers_of,$(n)))
 	@scripts/check-future-names.py $(foreach n,$(LESSONS),"$(call stage_files,$(n))")
+
+# Every lesson's demo ends by itself, exits 0 and prints what its README shows.
+check-text: $(addprefix lesson,$(LESSONS))
+	@scripts/check-text.py names
+	@for n in $(LESSONS); do \
+	    $(OUT)/lesson$$n/demo > $(OUT)/lesson$$n/demo.out 2>&1 || { cat $(OUT)/lesson$$n/demo.out; exit 1; }; \
+	    scripts/check-text.py transcript $$n $(OUT)/lesson$$n/demo.out || exit 1; done
 
 check-stack: all
 	@scripts/check-gnu-stack.sh $(wildcard $(OUT)/lesson*/demo $(OUT)/lesson*/tests) \
@@ -324,8 +367,7 @@ run: echo-server-lesson$(LAST_LESSON)
 
 gtest-check:
 ifeq ($(GTEST_HEADER),)
-	@echo "GoogleTest is missing. Install it with:  sudo apt-get install -y libgtest-dev" >&2
-	@exit 1
+	@scripts/install-gtest.sh
 endif
 
 clean:
@@ -342,6 +384,7 @@ help:
 	@echo "make test-lessonN     run the tests of lessons 1..N against stage N"
 	@echo "make bench-lessonN    the benchmark rows of lessons 1..N, on stage N (20 s for N=1 to"
 	@echo "                      40 s for N=7)"
+	@echo "make exercise-lessonN the suites of lesson N's exercises (EX=K for one); each fails until solved"
 	@echo "make stage-lessonN    write stage N's files alone into build/stage-lessonN/, with a Makefile"
 	@echo "make diff-lessonN     what stage N adds and changes against stage N-1, as a unified diff"
 	@echo "make echo-server-lessonN  start stage N's echo server on 127.0.0.1:8001 (N >= 4)"
@@ -354,6 +397,9 @@ help:
 	@echo "                      (make -j2 SAN=1 test: about 4 min)"
 	@echo "make STATIC=1 test-lesson7  lessons 1-7's tests linked statically, in build/static/"
 	@echo "                      (make -j2: about 45 s)"
+	@echo "make check-text       every name the texts quote exists; every demo prints what its README shows"
+	@echo "make check-exercises  every exercise fails as shipped and passes with its solution; every"
+	@echo "                      \"break it\" change fails the test it names (CI; a scratch copy of the tree)"
 	@echo "make bench            bench-lesson$(LAST_LESSON): the whole table (about 90 s)"
 	@echo "make bench-echo       bench-echo-lesson$(LAST_LESSON) (about 3.5 min)"
 	@echo "make check-stack      check that no built binary has an executable stack, and the"

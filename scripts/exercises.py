@@ -30,6 +30,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TREE = ["Makefile", "asm", "include", "src", "lessons", "tests", "scripts"]
+JOBS = "-j%d" % (os.cpu_count() or 1)
 TIMEOUT = "120"  # seconds a suite may take (tests/main.cpp's watchdog)
 BREAK_TIMEOUT = "30"  # seconds a broken test may take: some breaks make a test hang
 
@@ -74,7 +75,7 @@ def sh(command, cwd, quiet=False, env=None):
 def build_and_run(exercise, cwd, out, quiet):
     """'compile' when the suite does not build, 'fail' or 'pass'."""
     binary = exercise.binary(out)
-    if sh(["make", "--no-print-directory", "-s", binary], cwd, quiet) != 0:
+    if sh(["make", "--no-print-directory", "-s", JOBS, binary], cwd, quiet) != 0:
         return "compile"
     status = sh([binary, "--gtest_brief=1"], cwd, quiet, {"FIB_TEST_TIMEOUT": TIMEOUT})
     return "pass" if status == 0 else "fail"
@@ -104,11 +105,15 @@ def run(lesson, only, out):
 
 
 def scratch_copy():
-    """The tree without build/ and .git, in a temporary folder of its own."""
+    """The tree without .git, in a temporary folder of its own, with the stages already
+    built in build/lessonN/ (times kept), so that make there rebuilds only what a patch
+    touches."""
     scratch = tempfile.mkdtemp(prefix="fib-exercises-")
     for entry in TREE:
         source = os.path.join(ROOT, entry)
         (shutil.copytree if os.path.isdir(source) else shutil.copy2)(source, os.path.join(scratch, entry))
+    for stage in glob.glob(os.path.join(ROOT, "build", "lesson[0-9]*")):
+        shutil.copytree(stage, os.path.join(scratch, "build", os.path.basename(stage)), symlinks=True)
     return scratch
 
 
@@ -138,7 +143,7 @@ def check():
             if exercise.building:
                 result = build_and_run(exercise, scratch, "build", quiet=True)
                 if result == "pass" and exercise.touches_library:
-                    ok = sh(["make", "-s", stage + "/tests"], scratch, True) == 0 and \
+                    ok = sh(["make", "-s", JOBS, stage + "/tests"], scratch, True) == 0 and \
                         sh([stage + "/tests", "--gtest_brief=1"], scratch, True,
                            {"FIB_TEST_TIMEOUT": TIMEOUT}) == 0
                     result = "pass" if ok else "breaks the stage's tests"
@@ -150,7 +155,7 @@ def check():
                     if target.startswith("make "):
                         failed = sh(target.split(), scratch, True) != 0
                     else:
-                        failed = sh(["make", "-s", stage + "/tests"], scratch, True) == 0 and \
+                        failed = sh(["make", "-s", JOBS, stage + "/tests"], scratch, True) == 0 and \
                             sh([stage + "/tests", "--gtest_filter=" + target], scratch, True,
                                {"FIB_TEST_TIMEOUT": BREAK_TIMEOUT}) != 0
                     print("%-44s broken: %s %s" % (exercise.name, target,
