@@ -17,5 +17,11 @@ if ! command -v apt-get >/dev/null 2>&1; then
          "install GoogleTest's headers and libgtest with this system's package manager" >&2
     exit 1
 fi
-$sudo apt-get update -qq >/dev/null
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libgtest-dev >/dev/null
+# apt-get's own chatter is shown only if it fails.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libgtest-dev; } >"$log" 2>&1; then
+    cat "$log" >&2
+    echo "make test: installing libgtest-dev failed (the messages above say why)" >&2
+    exit 1
+fi
