@@ -3,7 +3,8 @@
 # appendix) puts in backticks exists, and every demo transcript is what the demo prints.
 #
 #   check-text.py names                 files, make targets, test names and code
-#                                       symbols in backticks exist in the tree
+#                                       symbols in backticks exist in the tree, and
+#                                       every relative link reaches its file and heading
 #   check-text.py transcript N OUTPUT   the demo output shown in lesson N's "Build and
 #                                       run" appears, line by line and in order, in
 #                                       OUTPUT (what make run-lessonN printed), once
@@ -102,11 +103,36 @@ def check_names():
                         problem = "no code names %s" % part
             if problem:
                 problems.append("%s: `%s`: %s" % (text, span, problem))
+    problems += check_links()
     for problem in problems:
         print(problem)
     print("check-text: %d texts; %s" % (len(TEXTS), "%d names not found" % len(problems)
                                           if problems else "every backticked name exists"))
     return 1 if problems else 0
+
+
+def slug(heading):
+    """The anchor GitHub gives a heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def check_links():
+    """Every relative link of the texts reaches a file, and its #anchor a heading there."""
+    problems = []
+    for text in TEXTS:
+        for target in re.findall(r"\]\(([^)\s]+)\)", read(text)):
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            linked = os.path.normpath(os.path.join(os.path.dirname(text), path)) if path else text
+            if not os.path.exists(os.path.join(ROOT, linked)):
+                problems.append("%s: link to %s: no such file" % (text, target))
+            elif anchor and linked.endswith(".md"):
+                headings = re.findall(r"^#+ (.*)$", read(linked), re.M)
+                if anchor not in {slug(h) for h in headings}:
+                    problems.append("%s: link to %s: no such heading" % (text, target))
+    return problems
 
 
 def transcript_blocks(readme):
