@@ -20,7 +20,7 @@ $(error This course runs only on x86-64 Linux (this is $(shell uname -s) on $(sh
 endif
 
 # ---- The lessons ----------------------------------------------------------------------------
-LESSONS := 1 2 3 4 5 6 7
+LESSONS := 1 2 3 4 5 6 7 8
 DIR_1 := 01-context-switch
 DIR_2 := 02-fibers
 DIR_3 := 03-condvar
@@ -28,6 +28,7 @@ DIR_4 := 04-echo-server
 DIR_5 := 05-epoll
 DIR_6 := 06-time-and-events
 DIR_7 := 07-fiber-local-storage
+DIR_8 := 08-offload
 
 # What a lesson adds beyond its library folders: its demo, the sources its tests
 # need besides tests/LNN_*_test.cpp, and its programs. A program belongs to the
@@ -88,6 +89,13 @@ FLAGS_7 := tests/L07_stack_protector.cpp=-fstack-protector-strong
 # make test-lesson7 runs its suites a second time with the arch_prctl fallback.
 TWICE_7     := L07_*
 TWICE_ENV_7 := FIB_TLS_SWITCH=arch_prctl
+
+L8      := lessons/$(DIR_8)
+DEMO_8  := $(L8)/main.cpp
+TESTS_8 := $(L8)/slow_server.cpp
+PROGRAMS_8            := slow_server
+SOURCES_8_slow_server := $(L8)/slow_main.cpp $(L8)/slow_server.cpp $(SERVER_6) $(L6)/stop_signals.cpp \
+                         $(L4)/server_program.cpp
 
 # Benchmarks: tests/bench/bench_main.cpp and the rows of lessons 1..N (tests/bench/LNN_*),
 # plus what a lesson's rows need.
@@ -275,6 +283,14 @@ $(foreach n,$(LESSONS),$(foreach program,$(call stage_programs,$(n)),$(eval $(ca
 $(foreach n,$(LESSONS),$(eval $(call STAGE,$(n))))
 
 # The stage's echo server, for the lessons that have one (make echo-server-lesson4).
+# The stage's slow_server under load (make bench-slow-lesson8): lesson 8.
+define SLOW_SERVER_STAGE
+.PHONY: bench-slow-lesson$(1)
+bench-slow-lesson$(1): lesson$(1)
+	@scripts/bench-slow.sh $(OUT)/lesson$(1)
+endef
+$(foreach n,$(LESSONS),$(if $(filter slow_server,$(call stage_programs,$(n))),$(eval $(call SLOW_SERVER_STAGE,$(n)))))
+
 define ECHO_SERVER_STAGE
 .PHONY: echo-server-lesson$(1) bench-echo-lesson$(1)
 echo-server-lesson$(1): lesson$(1)
@@ -383,13 +399,15 @@ help:
 	@echo "make run-lessonN      run stage N's demo"
 	@echo "make test-lessonN     run the tests of lessons 1..N against stage N"
 	@echo "make bench-lessonN    the benchmark rows of lessons 1..N, on stage N (about 25 s for"
-	@echo "                      N=1, 45 s for N=6, 90 s for N=7)"
+	@echo "                      N=1, 45 s for N=6, 90 s for N=7, 2 min for N=8)"
 	@echo "make exercise-lessonN the suites of lesson N's exercises (EX=K for one); each fails until solved"
 	@echo "make stage-lessonN    write stage N's files alone into build/stage-lessonN/, with a Makefile"
 	@echo "make diff-lessonN     what stage N adds and changes against stage N-1, as a unified diff"
 	@echo "make echo-server-lessonN  start stage N's echo server on 127.0.0.1:8001 (N >= 4)"
 	@echo "make bench-echo-lessonN   stage N's echo servers under load (N >= 4; about 100 s for"
 	@echo "                      N=4, 3.5 min from N=5 on)"
+	@echo "make bench-slow-lessonN  stage N's slow_server under load, its blocking work inline and"
+	@echo "                      offloaded (N >= 8; about 10 s)"
 	@echo "make run              start the last stage's echo server on 127.0.0.1:8001"
 	@echo "make test             check the tree's layering, then every test of every stage"
 	@echo "                      (make test: about 4.5 min; make -j2 test: about 2.5 min)"
@@ -400,7 +418,7 @@ help:
 	@echo "make check-text       every name the texts quote exists; every demo prints what its README shows"
 	@echo "make check-exercises  every exercise fails as shipped and passes with its solution; every"
 	@echo "                      \"break it\" change fails the test it names (CI; a scratch copy of the tree)"
-	@echo "make bench            bench-lesson$(LAST_LESSON): the whole table (about 90 s)"
+	@echo "make bench            bench-lesson$(LAST_LESSON): the whole table (about 2 min)"
 	@echo "make bench-echo       bench-echo-lesson$(LAST_LESSON) (about 3.5 min)"
 	@echo "make check-stack      check that no built binary has an executable stack, and the"
 	@echo "                      assembly's CET note and unwind rows (scripts/check-asm.py)"

@@ -1,0 +1,176 @@
+// offload.cpp — lesson 8: results carried home through an inbox, and the drainer fiber.
+#include "fib/offload.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <mutex>
+#include <system_error>
+#include <unordered_map>
+#include <vector>
+
+#include "fib/cancel.hpp"
+#include "fib/event.hpp"
+#include "fib/fatal.hpp"
+#include "fib/fiber.hpp"
+#include "fib/fiber_manager.hpp"
+
+namespace fib {
+
+// One per thread with offloads under way. Workers touch only `mutex` and
+// `inbox` (and set `arrived`); everything else is the home thread's.
+struct OffloadHome {
+    explicit OffloadHome(FiberManager* owner) : manager(owner) {}
+
+    FiberManager* manager;
+    Event arrived;  // made on the home thread: set from a worker, it writes its eventfd
+    std::mutex mutex;
+    std::vector<std::shared_ptr<OffloadState>> inbox;
+    std::size_t outstanding = 0;  // started here and not yet taken out of the inbox
+};
+
+namespace {
+
+std::atomic<std::size_t> started_total{0}, posted_total{0}, delivered_total{0}, wakeups_total{0};
+
+// The homes with offloads under way, by manager. A home is looked up only on
+// its own thread, and leaves the map when its last result is home, so a later
+// manager at the same address starts afresh.
+std::mutex homes_mutex;
+std::unordered_map<FiberManager*, std::shared_ptr<OffloadHome>> homes;
+
+// The job a worker runs: compute, then post the state home.
+struct OffloadJob final : Job {
+    explicit OffloadJob(std::shared_ptr<OffloadState> s) : state(std::move(s)) {}
+    void run() noexcept override {
+        state->compute();
+        // The home may be emptied and dropped by its thread as soon as the
+        // state is in the inbox: keep it alive until the Event is set.
+        const std::shared_ptr<OffloadHome> home = state->home;
+        bool first;
+        {
+            const std::lock_guard<std::mutex> lock(home->mutex);
+            first = home->inbox.empty();
+            home->inbox.push_back(std::move(state));
+        }
+        posted_total.fetch_add(1, std::memory_order_relaxed);
+        if (first) {
+            wakeups_total.fetch_add(1, std::memory_order_relaxed);
+            home->arrived.set();  // from this thread: the eventfd
+        }
+    }
+    std::shared_ptr<OffloadState> state;
+};
+
+// Wakes the fiber waiting for `state`, if it still waits (a fiber waiting for
+// the first of several is woken once, by the first).
+void arrive(OffloadHome& home, OffloadState& state) {
+    state.done = true;
+    --home.outstanding;
+    delivered_total.fetch_add(1, std::memory_order_relaxed);
+    FiberRecord* waiter = std::exchange(state.waiter, nullptr);
+    if (waiter && waiter->state == FiberState::Blocked) home.manager->wake(waiter);
+}
+
+// The drainer: runs on the home thread while offloads are under way. It waits
+// on the Event only when it found the inbox empty, so a result posted after
+// its look finds the eventfd written and the wait returns at once.
+void drain(std::shared_ptr<OffloadHome> home) {
+    std::vector<std::shared_ptr<OffloadState>> arrived;
+    while (home->outstanding > 0) {
+        {
+            const std::lock_guard<std::mutex> lock(home->mutex);
+            arrived.swap(home->inbox);
+        }
+        for (const std::shared_ptr<OffloadState>& state : arrived) arrive(*home, *state);
+        if (arrived.empty()) home->arrived.wait();
+        arrived.clear();  // the last references to abandoned work go here, at home
+    }
+    const std::lock_guard<std::mutex> lock(homes_mutex);
+    homes.erase(home->manager);
+}
+
+// The home of the calling thread. A new one comes with its drainer, which
+// starts running at the thread's next switch and stays while work is under way;
+// the home is listed only once its drainer exists.
+std::shared_ptr<OffloadHome> home_of(FiberManager& manager) {
+    {
+        const std::lock_guard<std::mutex> lock(homes_mutex);
+        const auto found = homes.find(&manager);
+        if (found != homes.end()) return found->second;
+    }
+    auto home = std::make_shared<OffloadHome>(&manager);
+    Fiber({.name = "offload drainer"}, [home] { drain(home); }).detach();
+    const std::lock_guard<std::mutex> lock(homes_mutex);
+    homes.emplace(&manager, home);
+    return home;
+}
+
+// A cancel takes the fiber off every state it waits for.
+struct Waiting {
+    std::span<OffloadState* const> states;
+};
+void forget_waiter(void* context) {
+    for (OffloadState* state : static_cast<Waiting*>(context)->states) state->waiter = nullptr;
+}
+
+}  // namespace
+
+OffloadStats offload_stats() {
+    return {started_total.load(), posted_total.load(), delivered_total.load(), wakeups_total.load()};
+}
+
+namespace detail {
+
+void begin(ThreadPool& pool, const std::shared_ptr<OffloadState>& state) {
+    FiberManager* manager = FiberManager::current();
+    if (!manager) {
+        if (ThreadPool::of_this_thread() == nullptr)
+            fatal("offload on a thread with neither a FiberManager nor a place in a ThreadPool: "
+                  "create a FiberManager and a Waiter first");
+        state->compute();  // a worker: run it here rather than wait for the queue
+        state->done = true;
+        return;
+    }
+    state->home = home_of(*manager);
+    pool.submit(std::make_unique<OffloadJob>(state));
+    // Counted once queued (a submit that throws leaves nothing to wait for); the
+    // result cannot be drained before: the drainer runs on this thread.
+    ++state->home->outstanding;
+    started_total.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::size_t wait_first(std::span<OffloadState* const> states, const char* what) {
+    for (OffloadState* state : states)
+        if (!state) fatal("%s on an Offload whose get() was already called", what);
+    auto first_done = [&]() -> std::size_t {
+        for (std::size_t i = 0; i < states.size(); ++i)
+            if (states[i]->done) return i;
+        return states.size();
+    };
+    std::size_t found = first_done();
+    if (found < states.size()) return found;
+    FiberManager& manager = FiberManager::of_this_thread(what);
+    for (OffloadState* state : states) {
+        if (state->home->manager != &manager)
+            fatal("%s from another thread than the one that started the work: a fiber waits "
+                  "only for its own thread's offloads", what);
+        if (state->waiter) fatal("%s: %s waits for this work already", what, label(*state->waiter).text);
+    }
+    FiberRecord* self = manager.running();
+    if (this_fiber::cancelled()) throw std::system_error(ECANCELED, std::generic_category(), what);
+    Waiting waiting{states};
+    {
+        const CancelScope cancellable(self, forget_waiter, &waiting);
+        for (OffloadState* state : states) state->waiter = self;
+        manager.park(WaitSite{what, nullptr, states[0]});
+        forget_waiter(&waiting);  // the first done woke it: leave the others
+        if (cancellable.woke_it()) throw std::system_error(ECANCELED, std::generic_category(), what);
+    }
+    found = first_done();
+    return found;
+}
+
+void get_twice() { fatal("Offload::get() was called twice; the first took the result"); }
+
+}  // namespace detail
+}  // namespace fib
