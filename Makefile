@@ -20,7 +20,7 @@ $(error This course runs only on x86-64 Linux (this is $(shell uname -s) on $(sh
 endif
 
 # ---- The lessons ----------------------------------------------------------------------------
-LESSONS := 1 2 3 4 5 6 7 8
+LESSONS := 1 2 3 4 5 6 7 8 9
 DIR_1 := 01-context-switch
 DIR_2 := 02-fibers
 DIR_3 := 03-condvar
@@ -29,6 +29,7 @@ DIR_5 := 05-epoll
 DIR_6 := 06-time-and-events
 DIR_7 := 07-fiber-local-storage
 DIR_8 := 08-offload
+DIR_9 := 09-cluster
 
 # What a lesson adds beyond its library folders: its demo, the sources its tests
 # need besides tests/LNN_*_test.cpp, and its programs. A program belongs to the
@@ -96,6 +97,16 @@ TESTS_8 := $(L8)/slow_server.cpp
 PROGRAMS_8            := slow_server
 SOURCES_8_slow_server := $(L8)/slow_main.cpp $(L8)/slow_server.cpp $(SERVER_6) $(L6)/stop_signals.cpp \
                          $(L4)/server_program.cpp
+
+L9      := lessons/$(DIR_9)
+SHARDED_9 := $(L9)/sharded.cpp $(SERVER_6) $(L6)/stop_signals.cpp
+ECHO_9  := $(L9)/shard_echo.cpp $(L4)/echo_connection.cpp
+CHAT_9  := $(L9)/sharded_chat.cpp $(L6)/chat_room.cpp
+DEMO_9  := $(L9)/main.cpp $(ECHO_9) $(SHARDED_9) $(L4)/load_connections.cpp $(L4)/message_pool.cpp
+TESTS_9 := $(sort $(ECHO_9) $(CHAT_9) $(SHARDED_9))
+PROGRAMS_9             := cluster_echo cluster_chat
+SOURCES_9_cluster_echo := $(L9)/echo_main.cpp $(ECHO_9) $(SHARDED_9) $(L4)/server_program.cpp
+SOURCES_9_cluster_chat := $(L9)/chat_main.cpp $(CHAT_9) $(SHARDED_9) $(L4)/server_program.cpp
 
 # Benchmarks: tests/bench/bench_main.cpp and the rows of lessons 1..N (tests/bench/LNN_*),
 # plus what a lesson's rows need.
@@ -291,6 +302,14 @@ bench-slow-lesson$(1): lesson$(1)
 endef
 $(foreach n,$(LESSONS),$(if $(filter slow_server,$(call stage_programs,$(n))),$(eval $(call SLOW_SERVER_STAGE,$(n)))))
 
+# The stage's cluster_echo with 1..N threads under load (make bench-cluster-lesson9): lesson 9.
+define CLUSTER_STAGE
+.PHONY: bench-cluster-lesson$(1)
+bench-cluster-lesson$(1): lesson$(1)
+	@scripts/bench-cluster.sh $(OUT)/lesson$(1)
+endef
+$(foreach n,$(LESSONS),$(if $(filter cluster_echo,$(call stage_programs,$(n))),$(eval $(call CLUSTER_STAGE,$(n)))))
+
 define ECHO_SERVER_STAGE
 .PHONY: echo-server-lesson$(1) bench-echo-lesson$(1)
 echo-server-lesson$(1): lesson$(1)
@@ -372,10 +391,14 @@ programs: lesson$(LAST_LESSON)
 bench: bench-lesson$(LAST_LESSON)
 bench-echo: bench-echo-lesson$(LAST_LESSON)
 
-# The echo_server program serves a line and stops cleanly on SIGINT, on every stage that has one.
-check-echo-server: $(foreach n,$(LESSONS),$(if $(filter echo_server,$(call stage_programs,$(n))),lesson$(n)))
+# The echo_server program serves a line and stops cleanly on SIGINT, on every stage that has one;
+# so does cluster_echo, with every thread stopped.
+check-echo-server: $(foreach n,$(LESSONS),$(if $(filter echo_server cluster_echo,$(call stage_programs,$(n))),lesson$(n)))
 	@for server in $(foreach n,$(LESSONS),$(if $(filter echo_server,$(call stage_programs,$(n))),$(OUT)/lesson$(n)/echo_server)); do \
 	    scripts/check-echo-server.sh $$server || exit 1; done
+	@$(foreach n,$(LESSONS),$(if $(filter cluster_echo,$(call stage_programs,$(n))),\
+	    SUMMARY='SIGINT: connections per thread:( [01])+; 14 bytes echoed' \
+	    scripts/check-echo-server.sh $(OUT)/lesson$(n)/cluster_echo &&)) true
 
 # The course's main demo: the last stage's echo server on 127.0.0.1:8001 (talk to it
 # with nc 127.0.0.1 8001).
@@ -399,7 +422,7 @@ help:
 	@echo "make run-lessonN      run stage N's demo"
 	@echo "make test-lessonN     run the tests of lessons 1..N against stage N"
 	@echo "make bench-lessonN    the benchmark rows of lessons 1..N, on stage N (about 25 s for"
-	@echo "                      N=1, 45 s for N=6, 90 s for N=7, 2 min for N=8)"
+	@echo "                      N=1, 45 s for N=6, 90 s for N=7, 2 min for N=8, 2.5 min for N=9)"
 	@echo "make exercise-lessonN the suites of lesson N's exercises (EX=K for one); each fails until solved"
 	@echo "make stage-lessonN    write stage N's files alone into build/stage-lessonN/, with a Makefile"
 	@echo "make diff-lessonN     what stage N adds and changes against stage N-1, as a unified diff"
@@ -408,6 +431,8 @@ help:
 	@echo "                      N=4, 3.5 min from N=5 on)"
 	@echo "make bench-slow-lessonN  stage N's slow_server under load, its blocking work inline and"
 	@echo "                      offloaded (N >= 8; about 10 s)"
+	@echo "make bench-cluster-lessonN  stage N's cluster_echo with 1 and 2 threads, at three CPU"
+	@echo "                      costs per read (N >= 9; about 20 s)"
 	@echo "make run              start the last stage's echo server on 127.0.0.1:8001"
 	@echo "make test             check the tree's layering, then every test of every stage"
 	@echo "                      (make test: about 4.5 min; make -j2 test: about 2.5 min)"

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <utility>
 
 #include "fib/fiber.hpp"
 #include "fib/io.hpp"
@@ -17,8 +18,11 @@
 #include "fib/timer.hpp"
 
 FiberServer::FiberServer(const char* program, const char* bind, std::uint16_t port)
+    : FiberServer(program, fib::tcp::listen(bind, port)) {}
+
+FiberServer::FiberServer(const char* program, fib::UniqueFd listener)
     : program_(program),
-      listener_(fib::tcp::listen(bind, port)),
+      listener_(std::move(listener)),
       port_(fib::tcp::local_port(listener_.get())),
       spare_fd_(::open("/dev/null", O_RDONLY | O_CLOEXEC)) {}
 

@@ -33,6 +33,8 @@ public:
     // Binds and listens at once; throws std::system_error if it cannot.
     // `program` names the server in its log lines ("chat_server: accept: ...").
     FiberServer(const char* program, const char* bind, std::uint16_t port);
+    // Serves a socket that already listens, made by the caller with options of its own.
+    FiberServer(const char* program, fib::UniqueFd listener);
     virtual ~FiberServer() = default;
     FiberServer(const FiberServer&) = delete;
     FiberServer& operator=(const FiberServer&) = delete;
