@@ -448,5 +448,6 @@ help:
 	@echo "make check-stack      check that no built binary has an executable stack, and the"
 	@echo "                      assembly's CET note and unwind rows (scripts/check-asm.py)"
 	@echo "make check-backtrace  check that gdb's bt inside a fiber ends at the trampoline"
-	@echo "make check-echo-server  echo a line through each stage's echo_server, stop it with SIGINT"
+	@echo "make check-echo-server  echo a line through each stage's echo_server (and cluster_echo), stop it"
+	@echo "                      with SIGINT"
 	@echo "make clean            remove build/"
