@@ -75,12 +75,7 @@ int echo_clients_at_once(std::uint16_t port, int count, std::mt19937_64& random,
         payloads.push_back(random_bytes(kMiB, random));
         bytes += kMiB;
     }
-    int intact = 0;
-    std::vector<fib::Fiber> clients;
-    for (const Bytes& payload : payloads)
-        clients.emplace_back([&intact, port, &payload] { intact += round_trip(port, payload); });
-    for (fib::Fiber& client : clients) client.join();
-    return intact;
+    return round_trips_at_once(port, payloads);
 }
 
 TEST(L04_EchoBuffer, EveryClientGetsItsOwnBytesWhileASlowReadersFiberIsParkedWithARest) {

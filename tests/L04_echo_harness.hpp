@@ -109,6 +109,17 @@ inline bool round_trip(std::uint16_t port, const Bytes& payload) {
     return intact;
 }
 
+// From a fiber: a client fiber per payload, all at once, each making a round_trip; how many
+// got their payload back intact.
+inline int round_trips_at_once(std::uint16_t port, const std::vector<Bytes>& payloads) {
+    int intact = 0;
+    std::vector<fib::Fiber> clients;
+    for (const Bytes& payload : payloads)
+        clients.emplace_back([&intact, port, &payload] { intact += round_trip(port, payload); });
+    for (fib::Fiber& client : clients) client.join();
+    return intact;
+}
+
 // The most the kernel grows a TCP socket's buffer to: "tcp_rmem" or "tcp_wmem", third field.
 inline std::size_t kernel_buffer_max(const char* name) {
     std::ifstream file(std::string("/proc/sys/net/ipv4/") + name);

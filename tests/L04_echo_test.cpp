@@ -34,12 +34,7 @@ TEST(L04_Echo, TwoHundredConcurrentClientsGetEveryByteOfRandomPayloadsBack) {
         payloads.push_back(random_bytes(size, random));
         total += size;
     }
-    int intact = 0;
-    std::vector<fib::Fiber> clients;
-    for (const Bytes& payload : payloads)
-        clients.emplace_back([&, port = server.port] { intact += round_trip(port, payload); });
-    for (fib::Fiber& client : clients) client.join();
-    EXPECT_EQ(intact, 200);
+    EXPECT_EQ(round_trips_at_once(server.port, payloads), 200);
     server.stop();
     EXPECT_EQ(server.live->bytes_echoed(), total);
     EXPECT_EQ(server.live->connections_served(), 200u);
