@@ -20,7 +20,7 @@ $(error This course runs only on x86-64 Linux (this is $(shell uname -s) on $(sh
 endif
 
 # ---- The lessons ----------------------------------------------------------------------------
-LESSONS := 1 2 3 4 5 6 7 8 9
+LESSONS := 1 2 3 4 5 6 7 8 9 10
 DIR_1 := 01-context-switch
 DIR_2 := 02-fibers
 DIR_3 := 03-condvar
@@ -30,6 +30,7 @@ DIR_6 := 06-time-and-events
 DIR_7 := 07-fiber-local-storage
 DIR_8 := 08-offload
 DIR_9 := 09-cluster
+DIR_10 := 10-coroutines
 
 # What a lesson adds beyond its library folders: its demo, the sources its tests
 # need besides tests/LNN_*_test.cpp, and its programs. A program belongs to the
@@ -108,9 +109,19 @@ PROGRAMS_9             := cluster_echo cluster_chat
 SOURCES_9_cluster_echo := $(L9)/echo_main.cpp $(ECHO_9) $(SHARDED_9) $(L4)/server_program.cpp
 SOURCES_9_cluster_chat := $(L9)/chat_main.cpp $(CHAT_9) $(SHARDED_9) $(L4)/server_program.cpp
 
+L10     := lessons/$(DIR_10)
+CO_ECHO_10 := $(L10)/co_echo_server.cpp
+DEMO_10 := $(L10)/main.cpp $(CO_ECHO_10)
+TESTS_10 := $(CO_ECHO_10)
+# Code that must not compile (scripts/check-compile-fail.sh), checked by make test-lesson10.
+COMPILE_FAIL_10 := $(sort $(wildcard tests/L10_fails_*.cpp))
+PROGRAMS_10               := co_echo_server
+SOURCES_10_co_echo_server := $(L10)/co_echo_main.cpp $(CO_ECHO_10) $(L4)/server_program.cpp
+
 # Benchmarks: tests/bench/bench_main.cpp and the rows of lessons 1..N (tests/bench/LNN_*),
 # plus what a lesson's rows need.
 BENCH_EXTRA_4 := $(ECHO_4)
+BENCH_EXTRA_10 := $(CO_ECHO_10)
 
 LAST_LESSON := $(lastword $(LESSONS))
 
@@ -154,6 +165,8 @@ GTEST_LIBS   := -lgtest
 TEST_TIMEOUT := 1800
 
 # ---- Helpers: "lessons 1..N" and "the latest of each name" ----------------------------------
+# A lesson's number in two digits, as in its file names (tests/L04_*, tests/L10_*).
+nn      = $(if $(filter 1 2 3 4 5 6 7 8 9,$(1)),0$(1),$(1))
 upto    = $(wordlist 1,$(1),$(LESSONS))
 collect = $(foreach n,$(call upto,$(1)),$($(2)_$(n)))
 reverse = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
@@ -165,7 +178,7 @@ latest_ = $(if $(1),$(call latest_,$(wordlist 2,$(words $(1)),$(1)),$(2) $(if $(
 # Lesson N's own library files, found by folder.
 lib_of     = $(sort $(wildcard asm/$(DIR_$(1))/*.S src/$(DIR_$(1))/*.cpp))
 headers_of = $(sort $(wildcard include/$(DIR_$(1))/fib/*))
-tests_of   = $(filter-out $(PROBE_$(1)),$(sort $(wildcard tests/L0$(1)_*_test.cpp))) $(TESTS_$(1))
+tests_of   = $(filter-out $(PROBE_$(1)),$(sort $(wildcard tests/L$(call nn,$(1))_*_test.cpp))) $(TESTS_$(1))
 # Stage N: its library sources and headers (replacements applied), its include path
 # (the latest lesson first, so that a replacing header is found before the one it
 # replaces), its test sources, and the bench rows.
@@ -173,7 +186,7 @@ stage_lib     = $(call latest,$(foreach n,$(call upto,$(1)),$(call lib_of,$(n)))
 stage_headers = $(call latest,$(foreach n,$(call upto,$(1)),$(call headers_of,$(n))))
 stage_include = $(foreach n,$(call reverse,$(call upto,$(1))),-Iinclude/$(DIR_$(n)))
 stage_tests   = tests/main.cpp $(sort $(foreach n,$(call upto,$(1)),$(call tests_of,$(n))))
-stage_bench   = tests/bench/bench_main.cpp $(sort $(wildcard $(foreach n,$(call upto,$(1)),tests/bench/L0$(n)_*.cpp)) $(call collect,$(1),BENCH_EXTRA))
+stage_bench   = tests/bench/bench_main.cpp $(sort $(wildcard $(foreach n,$(call upto,$(1)),tests/bench/L$(call nn,$(n))_*.cpp)) $(call collect,$(1),BENCH_EXTRA))
 # The programs of stage N, and the lesson whose sources build program $(2) there.
 stage_programs = $(sort $(call collect,$(1),PROGRAMS))
 program_lesson = $(lastword $(foreach n,$(call upto,$(1)),$(if $(filter $(2),$(PROGRAMS_$(n))),$(n))))
@@ -181,9 +194,9 @@ program_srcs   = $(SOURCES_$(call program_lesson,$(1),$(2))_$(2))
 # Every file stage N is made of: what make stage-lessonN copies and diff-lessonN compares.
 stage_files = $(call stage_lib,$(1)) $(call stage_headers,$(1)) \
               $(filter-out %/exercises %/solutions,$(sort $(wildcard $(foreach n,$(call upto,$(1)),lessons/$(DIR_$(n))/*)))) \
-              $(sort $(wildcard $(foreach n,$(call upto,$(1)),tests/L0$(n)_*))) tests/main.cpp \
+              $(sort $(wildcard $(foreach n,$(call upto,$(1)),tests/L$(call nn,$(n))_*))) tests/main.cpp \
               tests/bench/bench_main.cpp tests/bench/bench.hpp \
-              $(sort $(wildcard $(foreach n,$(call upto,$(1)),tests/bench/L0$(n)_*)))
+              $(sort $(wildcard $(foreach n,$(call upto,$(1)),tests/bench/L$(call nn,$(n))_*)))
 objects = $(addprefix $(OUT)/lesson$(1)/obj/,$(addsuffix .o,$(basename $(2))))
 
 .PHONY: all programs help run test bench bench-echo check-stack check-backtrace check-echo-server \
@@ -271,6 +284,7 @@ run-lesson$(1): lesson$(1)
 test-lesson$(1): gtest-check lesson$(1) $(OUT)/lesson$(1)/tests $(OUT)/lesson$(1)/tests-layers.ok
 	$(TEST_ENV) timeout $(TEST_TIMEOUT) $(OUT)/lesson$(1)/tests
 	$(if $(TWICE_$(1)),$(TEST_ENV) $(TWICE_ENV_$(1)) timeout $(TEST_TIMEOUT) $(OUT)/lesson$(1)/tests --gtest_filter='$(TWICE_$(1))')
+	$(if $(call collect,$(1),COMPILE_FAIL),@scripts/check-compile-fail.sh "$(CXX) -std=c++20 $(call stage_include,$(1))" $(call collect,$(1),COMPILE_FAIL))
 
 bench-lesson$(1): $(OUT)/lesson$(1)/bench $(OUT)/lesson$(1)/bench-layers.ok
 	$(OUT)/lesson$(1)/bench
@@ -327,7 +341,7 @@ $(foreach n,$(LESSONS),$(if $(filter echo_server,$(call stage_programs,$(n))),$(
 # into an exercise binary of its own against stage N's library, so one that does not compile
 # yet hides no other. `make exercise-lessonN` (EX=K for one) builds and runs them through
 # scripts/exercises.py; the reference solutions are lessons/NN-*/solutions/exK_<name>.patch.
-exercise_name = $(patsubst L0$(1)_%_test.cpp,%,$(notdir $(2)))
+exercise_name = $(patsubst L$(call nn,$(1))_%_test.cpp,%,$(notdir $(2)))
 define EXERCISE
 EXERCISE_OWN_$(1)_$(3) := $(call objects,$(1),$(2) $(wildcard lessons/$(DIR_$(1))/exercises/$(3)/*.cpp lessons/$(DIR_$(1))/exercises/$(3)/*.S))
 $$(EXERCISE_OWN_$(1)_$(3)): CPPFLAGS += -Ilessons/$(DIR_$(1))/exercises/$(3) -Itests
@@ -338,7 +352,7 @@ $(OUT)/lesson$(1)/exercises/$(3): $(OUT)/lesson$(1)/obj/tests/main.o $$(EXERCISE
 -include $$(EXERCISE_OWN_$(1)_$(3):.o=.d)
 
 endef
-$(foreach n,$(LESSONS),$(foreach suite,$(wildcard tests/exercises/L0$(n)_ex*_test.cpp),$(eval $(call EXERCISE,$(n),$(suite),$(call exercise_name,$(n),$(suite))))))
+$(foreach n,$(LESSONS),$(foreach suite,$(wildcard tests/exercises/L$(call nn,$(n))_ex*_test.cpp),$(eval $(call EXERCISE,$(n),$(suite),$(call exercise_name,$(n),$(suite))))))
 
 define EXERCISE_STAGE
 .PHONY: exercise-lesson$(1)
@@ -392,9 +406,10 @@ bench: bench-lesson$(LAST_LESSON)
 bench-echo: bench-echo-lesson$(LAST_LESSON)
 
 # The echo_server program serves a line and stops cleanly on SIGINT, on every stage that has one;
-# so does cluster_echo, with every thread stopped.
-check-echo-server: $(foreach n,$(LESSONS),$(if $(filter echo_server cluster_echo,$(call stage_programs,$(n))),lesson$(n)))
-	@for server in $(foreach n,$(LESSONS),$(if $(filter echo_server,$(call stage_programs,$(n))),$(OUT)/lesson$(n)/echo_server)); do \
+# so do co_echo_server, and cluster_echo, with every thread stopped.
+check-echo-server: $(foreach n,$(LESSONS),$(if $(filter echo_server cluster_echo co_echo_server,$(call stage_programs,$(n))),lesson$(n)))
+	@for server in $(foreach n,$(LESSONS),$(if $(filter echo_server,$(call stage_programs,$(n))),$(OUT)/lesson$(n)/echo_server)) \
+	               $(foreach n,$(LESSONS),$(if $(filter co_echo_server,$(call stage_programs,$(n))),$(OUT)/lesson$(n)/co_echo_server)); do \
 	    scripts/check-echo-server.sh $$server || exit 1; done
 	@$(foreach n,$(LESSONS),$(if $(filter cluster_echo,$(call stage_programs,$(n))),\
 	    SUMMARY='SIGINT: connections per thread:( [01])+; 14 bytes echoed' \
@@ -422,32 +437,33 @@ help:
 	@echo "make run-lessonN      run stage N's demo"
 	@echo "make test-lessonN     run the tests of lessons 1..N against stage N"
 	@echo "make bench-lessonN    the benchmark rows of lessons 1..N, on stage N (about 25 s for"
-	@echo "                      N=1, 45 s for N=6, 90 s for N=7, 2 min for N=8, 2.5 min for N=9)"
+	@echo "                      N=1, 45 s for N=6, 90 s for N=7, 2 min for N=8, 2.5 min for N=9,"
+	@echo "                      3.5 min for N=10)"
 	@echo "make exercise-lessonN the suites of lesson N's exercises (EX=K for one); each fails until solved"
 	@echo "make stage-lessonN    write stage N's files alone into build/stage-lessonN/, with a Makefile"
 	@echo "make diff-lessonN     what stage N adds and changes against stage N-1, as a unified diff"
 	@echo "make echo-server-lessonN  start stage N's echo server on 127.0.0.1:8001 (N >= 4)"
 	@echo "make bench-echo-lessonN   stage N's echo servers under load (N >= 4; about 100 s for"
-	@echo "                      N=4, 3.5 min from N=5 on)"
+	@echo "                      N=4, 3.5 min for N=5 to 9, 5 min for N=10)"
 	@echo "make bench-slow-lessonN  stage N's slow_server under load, its blocking work inline and"
 	@echo "                      offloaded (N >= 8; about 10 s)"
 	@echo "make bench-cluster-lessonN  stage N's cluster_echo with 1 and 2 threads, at three CPU"
 	@echo "                      costs per read (N >= 9; about 20 s)"
 	@echo "make run              start the last stage's echo server on 127.0.0.1:8001"
 	@echo "make test             check the tree's layering, then every test of every stage"
-	@echo "                      (make test: about 4.5 min; make -j2 test: about 2.5 min)"
+	@echo "                      (make -j2 test: about 9 min, building every stage)"
 	@echo "make SAN=1 test       the same tests under AddressSanitizer + UBSan, in build/san/"
-	@echo "                      (make -j2 SAN=1 test: about 4 min)"
+	@echo "                      (make -j2 SAN=1 test: about 9 min, building every stage)"
 	@echo "make STATIC=1 test-lesson7  lessons 1-7's tests linked statically, in build/static/"
 	@echo "                      (make -j2: about 45 s)"
 	@echo "make check-text       every name the texts quote exists; every demo prints what its README shows"
 	@echo "make check-exercises  every exercise fails as shipped and passes with its solution; every"
 	@echo "                      \"break it\" change fails the test it names (CI; a scratch copy of the tree)"
-	@echo "make bench            bench-lesson$(LAST_LESSON): the whole table (about 2 min)"
-	@echo "make bench-echo       bench-echo-lesson$(LAST_LESSON) (about 3.5 min)"
+	@echo "make bench            bench-lesson$(LAST_LESSON): the whole table (about 3.5 min)"
+	@echo "make bench-echo       bench-echo-lesson$(LAST_LESSON) (about 5 min)"
 	@echo "make check-stack      check that no built binary has an executable stack, and the"
 	@echo "                      assembly's CET note and unwind rows (scripts/check-asm.py)"
 	@echo "make check-backtrace  check that gdb's bt inside a fiber ends at the trampoline"
-	@echo "make check-echo-server  echo a line through each stage's echo_server (and cluster_echo), stop it"
-	@echo "                      with SIGINT"
+	@echo "make check-echo-server  echo a line through each stage's echo_server (and cluster_echo,"
+	@echo "                      co_echo_server), stop it with SIGINT"
 	@echo "make clean            remove build/"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-echo.sh — lessons 4-5: the echo servers side by side under echo_load.
+# bench-echo.sh — lessons 4, 5 and 10: the echo servers side by side under echo_load.
 #
 # Usage: bench-echo.sh BUILD_DIR        (make bench-echo-lessonN runs it on build/lessonN/)
 #        SERVERS="fiber" bench-echo.sh build/lesson5   (only some of the servers below)
@@ -40,10 +40,13 @@ build=${build%/}
 # later lessons add theirs as one more line. "fiber" is lesson 4's echo server
 # on poll; "epoll" (lesson 5) the same server on epoll, run only when this
 # build's echo_server has that backend; "epoll_loop" (lesson 5) the same
-# service as one hand-written epoll loop, run only when this build has it.
+# service as one hand-written epoll loop, run only when this build has it;
+# "coroutine" (lesson 10) the same server with a C++20 task per client instead
+# of a fiber, on the same Waiter and epoll.
 server_table="
 fiber      $build/echo_server --port 0 --quiet --backend poll
 epoll      $build/echo_server --port 0 --quiet --backend epoll
+coroutine  $build/co_echo_server --port 0 --quiet --backend epoll
 epoll_loop $build/echo_epoll --port 0 --quiet
 threads    $build/echo_threads --port 0 --quiet
 "
@@ -54,7 +57,7 @@ configs=("1 64" "100 64" "1000 64" "100 16384" "100 64 10000")
 [ -z "${CONFIGS:-}" ] || IFS=, read -r -a configs <<<"$CONFIGS"
 # Only these run configurations with idle connections: a thread per idle
 # connection would be 10,000 threads.
-idle_servers=" fiber epoll epoll_loop "
+idle_servers=" fiber epoll coroutine epoll_loop "
 rounds=${ROUNDS:-5}
 seconds=2
 # The ratio columns divide by these servers' rps, when they run: threads, the
