@@ -19,19 +19,16 @@ ticks=$(getconf CLK_TCK)
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 
-field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<"$1"; }
+# shellcheck source=bench-lib.sh
+source "$(dirname "$0")/bench-lib.sh"
 cpu_seconds() { awk -v t="$ticks" '{ printf "%.3f", ($14 + $15) / t }' "/proc/$1/stat"; }
 
 run() {
     local work_us=$1 threads=$2
     "$stage/cluster_echo" --port 0 --threads "$threads" --work-us "$work_us" >"$work/server.out" &
     local server=$!
-    local port=""
-    for _ in $(seq 100); do
-        port=$(sed -n 's/.*listening on [^:]*:\([0-9]*\).*/\1/p' "$work/server.out")
-        [ -n "$port" ] && break
-        sleep 0.05
-    done
+    local port
+    port=$(server_port "$work/server.out")
     local client_cpu
     client_cpu=$( { TIMEFORMAT='%3U %3S'; time "$stage/echo_load" --port "$port" --conns 100 --size 64 \
         --seconds "$seconds" >"$work/load.out"; } 2>&1 | awk '{ printf "%.3f", $1 + $2 }')

@@ -16,19 +16,16 @@ last_cpu=$(($(nproc) - 1))
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 
-field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<"$1"; }
+# shellcheck source=bench-lib.sh
+source "$(dirname "$0")/bench-lib.sh"
 
 # One run: the server with flags $2, a slow client unless $3 is "none", echo_load.
 run() {
     local mode=$1 flags=$2 slow_client=${3:-}
     taskset -c 0 "$stage/slow_server" --port 0 $flags >"$work/server.out" &
     local server=$!
-    local port=""
-    for _ in $(seq 100); do
-        port=$(sed -n 's/.*listening on [^:]*:\([0-9]*\).*/\1/p' "$work/server.out")
-        [ -n "$port" ] && break
-        sleep 0.05
-    done
+    local port
+    port=$(server_port "$work/server.out")
     # The slow client: "SLOW 20", wait for its echo, again, until killed.
     local slow=""
     if [ "$slow_client" != none ]; then

@@ -12,7 +12,6 @@
 //   offload_idle_cpu    CPU time the whole process spends while a fiber awaits 200 ms of
 //                       work that sleeps: microseconds of CPU per 200 ms (a loop and workers
 //                       that spin on their queues would spend the whole 200 ms, per thread)
-#include <sys/resource.h>
 
 #include <chrono>
 #include <future>
@@ -64,13 +63,6 @@ Summary offload_many(long operations) {
     });
 }
 
-double cpu_us() {
-    rusage usage{};
-    ::getrusage(RUSAGE_SELF, &usage);
-    return usage.ru_utime.tv_sec * 1e6 + usage.ru_utime.tv_usec + usage.ru_stime.tv_sec * 1e6 +
-           usage.ru_stime.tv_usec;
-}
-
 // CPU microseconds the process spends while its fiber awaits 200 ms of sleeping work.
 Summary idle_cpu() {
     fib::FiberManager manager;
@@ -78,12 +70,12 @@ Summary idle_cpu() {
     fib::ThreadPool pool(2);
     std::vector<double> values;
     for (int i = 0; i < 5; ++i) {
-        const double before = cpu_us();
+        const double before = process_cpu_us();
         fib::offload(pool, [] {
             std::this_thread::sleep_for(std::chrono::milliseconds(200));
             return 0;
         });
-        values.push_back(cpu_us() - before);
+        values.push_back(process_cpu_us() - before);
     }
     return summarize(values);
 }

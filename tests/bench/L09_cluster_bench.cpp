@@ -14,7 +14,6 @@
 //                        (the producer waits on a condvar while it is full)
 //   cluster_idle_cpu     CPU time of the whole process over 200 ms with two idle cluster
 //                        threads: each asleep in epoll_wait
-#include <sys/resource.h>
 
 #include <condition_variable>
 #include <deque>
@@ -174,21 +173,14 @@ Summary queue_throughput(long operations) {
     return summary;
 }
 
-double cpu_us() {
-    rusage usage{};
-    ::getrusage(RUSAGE_SELF, &usage);
-    return usage.ru_utime.tv_sec * 1e6 + usage.ru_utime.tv_usec + usage.ru_stime.tv_sec * 1e6 +
-           usage.ru_stime.tv_usec;
-}
-
 Summary idle_cpu() {
     fib::Cluster cluster({.threads = 2});
     cluster.start([](std::size_t) {});
     std::vector<double> values;
     for (int i = 0; i < 5; ++i) {
-        const double before = cpu_us();
+        const double before = process_cpu_us();
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        values.push_back(cpu_us() - before);
+        values.push_back(process_cpu_us() - before);
     }
     return summarize(values);
 }

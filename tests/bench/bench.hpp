@@ -91,4 +91,7 @@ bool add(const Target& target);
 // The process's resident memory, from /proc/self/statm (or another pid's).
 long resident_bytes(int pid = 0);
 
+// The CPU time (user + system) every thread of this process has used so far, in microseconds.
+double process_cpu_us();
+
 }  // namespace bench

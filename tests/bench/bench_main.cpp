@@ -3,6 +3,7 @@
 // The rows come from the sections the lessons register (tests/bench/LNN_*.cpp):
 // make bench-lessonN builds this program with lessons 1..N's. The echo servers
 // under load are make bench-echo-lessonN (scripts/bench-echo.sh).
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -76,6 +77,13 @@ long resident_bytes(int pid) {
     long size = 0, resident = 0;
     statm >> size >> resident;
     return resident * sysconf(_SC_PAGESIZE);
+}
+
+double process_cpu_us() {
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_utime.tv_sec * 1e6 + usage.ru_utime.tv_usec + usage.ru_stime.tv_sec * 1e6 +
+           usage.ru_stime.tv_usec;
 }
 
 }  // namespace bench
