@@ -10,6 +10,7 @@
 #include <array>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "fib/awaitables.hpp"
 #include "fib/bridge.hpp"
@@ -110,6 +111,25 @@ TEST(L10_Bridge, ATaskHandsAWaitInsideACallbackToAFiber) {
     result = fib::co::run_and_wait(executor, count_ready(read_ends));
     writer.join();
     EXPECT_EQ(result, 3);
+}
+
+fib::Task<void> join_worker(fib::Fiber& worker, std::vector<int>& log) {
+    co_await fib::co::in_fiber([&worker] { worker.join(); });
+    log.push_back(2);
+}
+
+// A fiber that exists already: the task waits for it through a fiber that joins it.
+TEST(L10_Bridge, ATaskWaitsForAFiberThatAlreadyRuns) {
+    fib::FiberManager manager;
+    fib::Executor executor;
+    std::vector<int> log;
+    fib::Fiber worker([&log] {
+        for (int i = 0; i < 3; ++i) fib::this_fiber::yield();
+        log.push_back(1);
+    });
+    executor.spawn(join_worker(worker, log));
+    executor.wait();
+    EXPECT_EQ(log, (std::vector<int>{1, 2}));
 }
 
 fib::Task<std::string> fiber_throws() {

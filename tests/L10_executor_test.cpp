@@ -51,6 +51,32 @@ TEST(L10_Executor, SpawnedTasksRunInOrderAndYieldTakesTurns) {
     EXPECT_EQ(executor.stats().spawned, 2u);
 }
 
+fib::Task<void> child(std::vector<int>& children, int index) {
+    children.push_back(index);
+    co_return;
+}
+
+// Each parent spawns a child and yields: two handles are queued for each one taken, and the
+// queue grows while it is being drained. Children and parents each run in spawn order.
+fib::Task<void> parent(fib::Executor& executor, std::vector<int>& parents, std::vector<int>& children, int index) {
+    executor.spawn(child(children, index));
+    co_await fib::co::yield();
+    parents.push_back(index);
+}
+
+TEST(L10_Executor, TheReadyQueueStaysFirstInFirstOutWhileTasksSpawnTasks) {
+    fib::FiberManager manager;
+    fib::Executor executor;
+    std::vector<int> parents, children, expected;
+    for (int i = 0; i < 60; ++i) {
+        executor.spawn(parent(executor, parents, children, i));
+        expected.push_back(i);
+    }
+    executor.wait();
+    EXPECT_EQ(children, expected);
+    EXPECT_EQ(parents, expected);
+}
+
 fib::Task<void> read_one(int fd, std::string& got, short& revents) {
     revents = co_await fib::co::readable(fd);
     char byte = 0;

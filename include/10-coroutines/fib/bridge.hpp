@@ -15,9 +15,11 @@
 // in_fiber is the other way, and the escape from the colouring: a task hands
 // work that must wait somewhere a coroutine cannot suspend (inside a callback,
 // a library function, a deep call chain that knows nothing of coroutines) to
-// a fiber, which has a stack of its own and can park anywhere in it. If the
-// task is destroyed while the fiber runs, the fiber is cancelled (cancel.hpp)
-// and joined first, and its result dropped.
+// a fiber, which has a stack of its own and can park anywhere in it. It is
+// also how a task waits for a fiber that already runs:
+// co_await in_fiber([&] { worker.join(); }). If the task is destroyed while
+// the fiber runs, the fiber is cancelled (cancel.hpp) and joined first, and
+// its result dropped.
 #pragma once
 
 #include <coroutine>

@@ -88,7 +88,10 @@ private:
     void check_not_a_task(const char* operation) const;
 
     FiberManager& manager_;
-    std::deque<std::coroutine_handle<>> ready_;  // the ready queue
+    // The ready queue. Queuing and taking in turn, a std::deque takes a 512-byte
+    // block from malloc every 64 handles queued and gives one back every 64
+    // taken, both served by the thread's malloc cache.
+    std::deque<std::coroutine_handle<>> ready_;
     std::vector<Root> roots_;                    // the spawned tasks not yet ended
     bool started_ = false;                       // the Executor's fiber is there
     bool parked_ = false;                        // ... and parked, waiting for a task
