@@ -199,7 +199,7 @@ stage_files = $(call stage_lib,$(1)) $(call stage_headers,$(1)) \
               $(sort $(wildcard $(foreach n,$(call upto,$(1)),tests/bench/L$(call nn,$(n))_*)))
 objects = $(addprefix $(OUT)/lesson$(1)/obj/,$(addsuffix .o,$(basename $(2))))
 
-.PHONY: all programs help run test bench bench-echo check-stack check-backtrace check-echo-server \
+.PHONY: all programs help run test test-shuffled bench bench-echo check-stack check-backtrace check-echo-server \
         check-tree check-text check-exercises gtest-check clean print-lessons FORCE
 all: $(addprefix lesson,$(LESSONS))
 
@@ -373,6 +373,16 @@ check-exercises: gtest-check
 test: check-tree $(addprefix test-lesson,$(LESSONS))
 	@$(MAKE) --no-print-directory check-stack
 
+# Every suite of every lesson (the last stage's test binary has them all) again under
+# each seed of SHUFFLE_SEEDS: the ready queue hands out fibers in a seeded order
+# (FIB_SCHEDULE_SEED, lesson 2), and a test that expects FIFO order skips itself.
+SHUFFLE_SEEDS ?= 1 2 3
+test-shuffled: gtest-check $(OUT)/lesson$(LAST_LESSON)/tests
+	@for seed in $(SHUFFLE_SEEDS); do \
+	    echo "== FIB_SCHEDULE_SEED=$$seed"; \
+	    $(TEST_ENV) FIB_SCHEDULE_SEED=$$seed timeout $(TEST_TIMEOUT) $(OUT)/lesson$(LAST_LESSON)/tests \
+	        --gtest_brief=1 || exit 1; done
+
 # The layering rules themselves: the layer check's self-test, replacements that only add,
 # and no stage naming what only a later lesson defines; and every name the texts quote exists.
 check-tree:
@@ -456,6 +466,8 @@ help:
 	@echo "                      (make -j2 SAN=1 test: about 9 min, building every stage)"
 	@echo "make STATIC=1 test-lesson7  lessons 1-7's tests linked statically, in build/static/"
 	@echo "                      (make -j2: about 45 s)"
+	@echo "make test-shuffled    every suite again under FIB_SCHEDULE_SEED=1 2 3 (SHUFFLE_SEEDS=...):"
+	@echo "                      fibers run in a seeded order; FIFO-order tests skip (about 2 min)"
 	@echo "make check-text       every name the texts quote exists; every demo prints what its README shows"
 	@echo "make check-exercises  every exercise fails as shipped and passes with its solution; every"
 	@echo "                      \"break it\" change fails the test it names (CI; a scratch copy of the tree)"

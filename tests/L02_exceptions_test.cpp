@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "L02_schedule.hpp"
 #include "fib/exception_state.hpp"
 #include "fib/fiber.hpp"
 
@@ -79,6 +80,7 @@ void rethrow_after_yield(std::vector<std::string>& log) {
 }
 
 TEST(L02_Exceptions, BareThrowAfterAYieldInACatchRethrowsTheFibersOwnException) {
+    EXPECTS_FIFO_ORDER();
     fib::FiberManager manager;
     std::vector<std::string> log;
     fib::Fiber first(rethrow_after_yield<FirstError>, std::ref(log));

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "L02_schedule.hpp"
 #include "fib/fiber.hpp"
 #include "fib/intrusive_list.hpp"
 
@@ -22,6 +23,7 @@ namespace {
 using LogEntry = std::pair<std::uint64_t, std::uint64_t>;  // (fiber id, a step or a count)
 
 TEST(L02_Manager, YieldsRunReadyFibersInFifoRoundRobinOrder) {
+    EXPECTS_FIFO_ORDER();
     fib::FiberManager manager;
     std::vector<LogEntry> order;
     auto take_three_steps = [&order] {
@@ -215,15 +217,18 @@ TEST(L02_Manager, AfterABurstThePoolGivesTheColdStacksPagesBack) {
     fib::FiberManager manager;
     [[maybe_unused]] const long before = resident_bytes();  // read only without ASan, below
     bool release = false;
+    long touched = 0;
     std::vector<fib::Fiber> fibers;
     for (long i = 0; i < kBurst; ++i)
-        fibers.emplace_back([&release] {
+        fibers.emplace_back([&release, &touched] {
             volatile char used[16 * 1024];
             for (std::size_t at = 0; at < sizeof used; at += 4096) used[at] = 1;
+            ++touched;
             while (!release) fib::this_fiber::yield();
             used[0] = 2;
         });
-    fib::this_fiber::yield();  // every fiber has run once and touched its 16 KiB
+    // Every fiber has run and touched its 16 KiB (one yield is enough in FIFO order).
+    fib_test::yield_until([&touched] { return touched == kBurst; });
     [[maybe_unused]] const long during = resident_bytes();
     release = true;
     for (fib::Fiber& fiber : fibers) fiber.join();
@@ -305,6 +310,8 @@ TEST(L02_Manager, ThisFiberReportsIdAndNameAndMainIsFiberZeroNamedMain) {
     anonymous.join();
     long_named.join();
     EXPECT_EQ(worker.id(), 1u);
+    // Ids follow spawn order; the order the fibers ran in does not matter here.
+    std::sort(seen.begin(), seen.end());
     const std::vector<std::pair<std::uint64_t, std::string>> expected = {
         {1, "worker"}, {2, ""}, {3, "a-name-that-is-longer-than-31-b"}};
     EXPECT_EQ(seen, expected);

@@ -187,7 +187,37 @@ TEST(L02_MisuseDeathTest, DeadlockReportsEveryBlockedFiber) {
                  "  fiber 0 \\(main\\): in wait_for_all\n"
                  "  fiber 1 \\(first\\): in join, waiting for fiber 2 \\(second\\)\n"
                  "  fiber 2 \\(second\\): in join, waiting for fiber 1 \\(first\\)\n"
+                 "  cycle: fiber 1 \\(first\\) waits for fiber 2 \\(second\\), "
+                 "fiber 2 \\(second\\) waits for fiber 1 \\(first\\)\n"
                  "fib: fatal: deadlock: every fiber is blocked");
+}
+
+// Three fibers join round a ring; a fourth parks on a wait site that names one of them, and
+// main joins the fourth. The cycle is printed once, from its lowest id, and the fibers that
+// only wait for it (main, d) are not in it.
+void three_fibers_join_round_a_ring() {
+    fib::FiberManager manager;
+    fib::Fiber a, b, c;
+    fib::FiberRecord* record_of_a = nullptr;
+    a = fib::Fiber({.name = "a"}, [&] {
+        record_of_a = manager.running();
+        b.join();
+    });
+    b = fib::Fiber({.name = "b"}, [&c] { c.join(); });
+    c = fib::Fiber({.name = "c"}, [&a] { a.join(); });
+    fib::Fiber d({.name = "d"}, [&] {
+        while (!record_of_a) fib::this_fiber::yield();
+        manager.park(fib::WaitSite{"a hand-over", record_of_a, nullptr});
+    });
+    d.join();
+}
+
+TEST(L02_MisuseDeathTest, DeadlockReportPrintsTheCycleOfJoinsOnce) {
+    EXPECT_DEATH(three_fibers_join_round_a_ring(),
+                 "  fiber 4 \\(d\\): in a hand-over, waiting for fiber 1 \\(a\\)\n"
+                 "  cycle: fiber 1 \\(a\\) waits for fiber 2 \\(b\\), fiber 2 \\(b\\) waits for "
+                 "fiber 3 \\(c\\), fiber 3 \\(c\\) waits for fiber 1 \\(a\\)\n"
+                 "fib: fatal: deadlock");
 }
 
 // A fiber parked by code of its own, naming what it waits on: the report shows the

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "L02_schedule.hpp"
 #include "fib/condvar.hpp"
 #include "fib/fiber.hpp"
 
@@ -58,6 +59,7 @@ struct WaitOrder {
 // Fiber 1 yields twice before it waits, fiber 2 not at all, fiber 3 once: they begin to wait
 // in the order 2, 3, 1, which is not the order they were spawned in.
 TEST(L03_CondVar, NotifyOneWakesWaitersInTheOrderTheyBeganToWait) {
+    EXPECTS_FIFO_ORDER();
     fib::FiberManager manager;
     fib::CondVar changed;
     WaitOrder order(changed);
@@ -77,6 +79,7 @@ TEST(L03_CondVar, NotifyOneWakesWaitersInTheOrderTheyBeganToWait) {
 }
 
 TEST(L03_CondVar, NotifyAllWakesEveryWaiterInTheOrderTheyBeganToWait) {
+    EXPECTS_FIFO_ORDER();
     fib::FiberManager manager;
     fib::CondVar changed;
     WaitOrder order(changed);
@@ -117,6 +120,7 @@ TEST(L03_CondVar, NotifyWithNoWaitersIsLostAndALaterWaitStillBlocks) {
 
 // The woken fiber is only queued: it runs once the notifier yields, not at the notify.
 TEST(L03_CondVar, NotifierKeepsRunningUntilItYieldsThenTheWokenFiberRuns) {
+    EXPECTS_FIFO_ORDER();
     fib::FiberManager manager;
     fib::CondVar changed;
     std::vector<std::string> log;
@@ -177,12 +181,10 @@ TEST(L03_CondVar, WaitersCountsBlockedFibersAndDropsAtEachNotify) {
     EXPECT_EQ(changed.waiters(), 0u);
     auto waiter = [&changed] { changed.wait(); };
     fib::Fiber fibers[3] = {fib::Fiber(waiter)};
-    fib::this_fiber::yield();
-    EXPECT_EQ(changed.waiters(), 1u);
+    EXPECT_TRUE(yield_until_waiters(changed, 1));
     fibers[1] = fib::Fiber(waiter);
     fibers[2] = fib::Fiber(waiter);
-    fib::this_fiber::yield();
-    EXPECT_EQ(changed.waiters(), 3u);
+    EXPECT_TRUE(yield_until_waiters(changed, 3));
     changed.notify_one();
     EXPECT_EQ(changed.waiters(), 2u);
     changed.notify_all();

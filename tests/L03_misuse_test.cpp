@@ -8,6 +8,7 @@
 #include <optional>
 #include <thread>
 
+#include "L02_schedule.hpp"
 #include "fib/channel.hpp"
 #include "fib/condvar.hpp"
 #include "fib/fiber.hpp"
@@ -110,6 +111,7 @@ TEST(L03_MisuseDeathTest, DeadlockInSendReportsChannelSend) {
 }
 
 TEST(L03_MisuseDeathTest, DestroyingACondVarWithWaitersStopsNamingTheFirst) {
+    EXPECTS_FIFO_ORDER();
     EXPECT_DEATH(destroy_a_condvar_with_waiters(),
                  "fib: fatal: a CondVar was destroyed while fiber 1 \\(waiter\\) \\(and 1 more\\) "
                  "waited on it");

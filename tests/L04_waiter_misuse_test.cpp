@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include "L02_schedule.hpp"
 #include "L04_waiter_harness.hpp"
 #include "fib/condvar.hpp"
 #include "fib/fiber.hpp"
@@ -80,6 +81,7 @@ TEST(L04_WaiterDeathTest, DeadlockWithNoFdWaitedOnIsReportedNotHung) {
 }
 
 TEST(L04_WaiterDeathTest, TwoFibersWaitingToReadOneFdStops) {
+    EXPECTS_FIFO_ORDER();
     EXPECT_DEATH(two_fibers_wait_to_read_one_fd(),
                  "fib: fatal: fiber 2 \\(second\\) waits to read fd [0-9]+, which fiber 1 "
                  "\\(first\\) already waits to read; one fiber per direction per fd");

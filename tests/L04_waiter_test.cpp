@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "L02_schedule.hpp"
 #include "L04_waiter_harness.hpp"
 #include "fib/fiber.hpp"
 #include "fib/io.hpp"
@@ -63,6 +64,7 @@ TEST(L04_Waiter, ReaderStaysParkedUntilAnotherFiberWritesThenGetsPollinAndTheByt
 // One socket: "reader" waits POLLIN and "writer" POLLOUT on it at the same time. The writer wakes
 // first (the socket is writable), sends 'a'; the peer fiber answers 'b', which wakes the reader.
 TEST(L04_Waiter, ReaderAndWriterOnTheSameFdBothWakeWithTheirOwnEvent) {
+    EXPECTS_FIFO_ORDER();
     fib::FiberManager manager;
     fib::Waiter waiter;
     Pair socket = make_fds(true);
@@ -223,6 +225,7 @@ fib::WaiterStats poll_while_fibers_yield(int writer_yields) {
 }
 
 TEST(L04_Waiter, NoPollBlocksWhileOtherFibersAreReady) {
+    EXPECTS_FIFO_ORDER();
     const fib::WaiterStats midway = poll_while_fibers_yield(50);
     EXPECT_EQ(midway.polls, 51u);
     EXPECT_EQ(midway.blocking_polls, 0u);

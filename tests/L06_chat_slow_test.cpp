@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "L02_schedule.hpp"
 #include "L04_waiter_harness.hpp"
 #include "L06_chat_harness.hpp"
 #include "fib/condvar.hpp"
@@ -29,6 +30,7 @@ using l04_waiter::in_system_call;
 // most kWindow lines (32 KiB) ahead of user 3, so only user 1's outbox can overflow: every drop
 // is user 1's, and user 3 must get every line. Then user 1 reads.
 TEST(L06_Chat, ASlowReaderMissesLinesWithAnExactNoticeAndDoesNotStallTheOthers) {
+    EXPECTS_FIFO_ORDER();
     constexpr int kWindow = 8, kMaxLines = 10000;
     ChatServerThread server;
     fib::FiberManager manager;
@@ -136,6 +138,7 @@ TEST(L06_Chat, AnIdleRoomSleepsInTheKernelWithoutWakingUp) {
 // ten, which never read, are blocked sending. The stop must still end serve(): the acceptor and
 // every client fiber finished, none left waiting, every client's connection closed.
 TEST(L06_Chat, StopWithFibersBlockedSendingToReadersThatNeverReadEndsServeWithEveryFiberGone) {
+    EXPECTS_FIFO_ORDER();
     ChatServerThread server;
     fib::FiberManager manager;
     fib::Waiter waiter;

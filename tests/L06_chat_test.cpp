@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../lessons/06-time-and-events/chat_lines.hpp"
+#include "L02_schedule.hpp"
 #include "L06_chat_harness.hpp"
 #include "fib/fiber.hpp"
 #include "fib/waiter.hpp"
@@ -145,6 +146,7 @@ TEST(L06_Chat, ALineLongerThan4KiBIsRelayedInPiecesOf4KiBAndTheRestWaitsForItsNe
 // One leaves with a FIN after half a line, one with a reset (SO_LINGER 0) after half a line:
 // neither half is relayed, both leaves are announced, and the two left chat on.
 TEST(L06_Chat, AClientLeavingMidLineIsNotHeardAndTheRoomChatsOn) {
+    EXPECTS_FIFO_ORDER();
     ChatServerThread server;
     fib::FiberManager manager;
     fib::Waiter waiter;

@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "L02_schedule.hpp"
 #include "L04_waiter_harness.hpp"
 #include "fib/condvar.hpp"
 #include "fib/fiber.hpp"
@@ -152,6 +153,7 @@ Outcome wake_most_early(Clock::duration margin) {
 // A run in which the thread was held up past a sleeper's deadline before it set its timer proves
 // nothing about order; it is run again with a wider margin (at most 4 runs).
 TEST(L06_TimerHeap, TimeoutsAmongRandomEarlyWakeUpsStillFireInDeadlineOrder) {
+    EXPECTS_FIFO_ORDER();
     Outcome outcome;
     for (Clock::duration margin = 5ms; margin <= 625ms; margin *= 5) {
         outcome = wake_most_early(margin);

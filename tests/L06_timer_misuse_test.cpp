@@ -13,6 +13,7 @@
 #include <span>
 #include <vector>
 
+#include "L02_schedule.hpp"
 #include "L04_waiter_harness.hpp"
 #include "fib/condvar.hpp"
 #include "fib/fiber.hpp"
@@ -155,6 +156,7 @@ TEST(L06_WaitAnyMisuseDeathTest, OneFdTwiceInOneWaitAnyStops) {
 }
 
 TEST(L06_WaitAnyMisuseDeathTest, TwoFibersWaitingOnOneFdStopsNamingBoth) {
+    EXPECTS_FIFO_ORDER();
     EXPECT_DEATH(two_fibers_wait_any_on_one_fd(),
                  "fib: fatal: fiber 2 \\(second\\) waits to read fd [0-9]+, which fiber 1 "
                  "\\(first\\) already waits to read; one fiber per direction per fd");

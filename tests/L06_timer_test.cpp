@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "L02_schedule.hpp"
 #include "L04_waiter_harness.hpp"
 #include "fib/condvar.hpp"
 #include "fib/fiber.hpp"
@@ -76,6 +77,7 @@ SleepOrder sleep_in_time(const std::vector<int>& offsets, const std::vector<int>
 // Fiber i sleeps until base + offsets[i] ms, the offsets a shuffle of 0..19: they set their timers
 // in id order and must wake in deadline order.
 TEST(L06_Timer, TwentySleepersWakeInDeadlineOrderNotTheOrderTheySlept) {
+    EXPECTS_FIFO_ORDER();
     std::vector<int> offsets(20);
     for (int i = 0; i < 20; ++i) offsets[i] = i;
     std::shuffle(offsets.begin(), offsets.end(), std::mt19937(5));
@@ -90,6 +92,7 @@ TEST(L06_Timer, TwentySleepersWakeInDeadlineOrderNotTheOrderTheySlept) {
 // Six fibers on one deadline, beginning to sleep in the order 3, 1, 5, 0, 4, 2 (fewest yields
 // first): they wake in that order, which is neither their id order nor the heap's layout.
 TEST(L06_Timer, EqualDeadlinesWakeInTheOrderTheyWereSet) {
+    EXPECTS_FIFO_ORDER();
     const SleepOrder order = sleep_in_time(std::vector<int>(6, 3), {3, 1, 5, 0, 4, 2});
     EXPECT_EQ(order.slept, (std::vector<int>{3, 1, 5, 0, 4, 2}));
     EXPECT_EQ(order.woke, order.slept);
@@ -97,6 +100,7 @@ TEST(L06_Timer, EqualDeadlinesWakeInTheOrderTheyWereSet) {
 
 // Three deadlines shared by twelve fibers: by deadline first, then by the order they were set.
 TEST(L06_Timer, MixedDeadlinesWakeByDeadlineThenBySetOrder) {
+    EXPECTS_FIFO_ORDER();
     const std::vector<int> offsets{2, 0, 1, 2, 0, 1, 1, 2, 0, 0, 2, 1};
     const std::vector<int> yields{0, 3, 1, 2, 0, 3, 0, 1, 2, 1, 3, 2};
     const SleepOrder order = sleep_in_time(offsets, yields);
@@ -125,6 +129,7 @@ TEST(L06_Timer, ZeroNegativeAndPastSleepsReturnWithoutYielding) {
 
 // The worker, queued behind the sleeper, runs as soon as the sleeper parks.
 TEST(L06_Timer, ASleepingFiberLetsTheNextFiberRunBeforeItWakes) {
+    EXPECTS_FIFO_ORDER();
     fib::FiberManager manager;
     fib::Waiter waiter;
     std::vector<std::string> log;
@@ -246,6 +251,7 @@ TEST(L06_Timer, AfterATimeoutNotifyOneWakesTheNextWaiterNotTheTimedOutOne) {
 // Three timed waiters in the order first, hasty, last; hasty's 2 ms run out, the others' 10 s do
 // not. Two notify_one calls then wake first and last, in that order.
 TEST(L06_Timer, TimedOutAndNotifiedWaitersMixedEachGetTheirOwnResult) {
+    EXPECTS_FIFO_ORDER();
     fib::FiberManager manager;
     fib::Waiter waiter;
     fib::CondVar changed;

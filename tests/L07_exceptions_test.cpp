@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "L02_schedule.hpp"
 #include "fib/fiber.hpp"
 #include "fib/fiber_tls.hpp"
 #include "L07_run_fibers.hpp"
@@ -27,6 +28,7 @@ using l06::run_fibers;
 // Fiber i throws i + 1, yields inside the catch block (the other fiber throws
 // and catches its own meanwhile), then rethrows with a bare `throw;`.
 TEST(L07_Exceptions, BareThrowAfterAYieldRethrowsTheFibersOwnException) {
+    EXPECTS_FIFO_ORDER();
     fib::FiberManager manager;
     fib::FiberTls tls(manager);
     std::vector<std::string> log;

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "L02_schedule.hpp"
 #include "fib/fiber.hpp"
 #include "fib/fiber_local.hpp"
 #include "fib/fiber_tls.hpp"
@@ -56,6 +57,7 @@ fib::fiber_local<Tracked> tracked{5};
 // Three fibers and main change their copies in turns, yielding after each change: the log of who
 // ran proves the turns interleaved, and every copy holds only its owner's changes.
 TEST(L07_FiberLocal, EachFiberHasItsOwnCopyStartingAtTheDeclaredValue) {
+    EXPECTS_FIFO_ORDER();
     fib::FiberManager manager;
     fib::FiberTls tls(manager);
     EXPECT_EQ(*counter, 7);
@@ -150,6 +152,7 @@ TEST(L07_FiberLocal, WithThreadLocalsTooLibcCallsLeaveFiberLocalsAlone) {
 // Main's copy is made by FiberTls; each fiber's on the fiber as it starts (not when it is
 // created), and destroyed on the fiber as its function ends, before anyone joins it.
 TEST(L07_FiberLocal, CopyIsConstructedAtFiberStartAndDestroyedAtFunctionEndOncePerFiber) {
+    EXPECTS_FIFO_ORDER();
     Tracked::made_on.clear();
     Tracked::destroyed_on.clear();
     Tracked::recording = true;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "L02_schedule.hpp"
 #include "fib/fiber.hpp"
 #include "fib/fiber_tls.hpp"
 #include "fib/io.hpp"
@@ -158,6 +159,7 @@ TEST(L07_Memory, RssAndLiveHeapStayFlatOverHundredThousandSequentialTlsFibers) {
 // TLS (set again as each fiber starts): from a fiber with TLS of its own, current() finds the
 // one manager and its Waiter, yield switches, a nested fiber spawns and joins.
 TEST(L07_Memory, SchedulerCallsWorkInsideATlsFiber) {
+    EXPECTS_FIFO_ORDER();
     fib::FiberManager manager;
     fib::FiberTls tls(manager);
     fib::Waiter waiter;  // after the FiberTls: its fiber has blocks of its own too

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "L02_schedule.hpp"
 #include "fib/fiber.hpp"
 #include "fib/fiber_tls.hpp"
 #include "L07_run_fibers.hpp"
@@ -167,6 +168,7 @@ Tracked& tracked() {
 }
 
 TEST(L07_Tls, ThreadLocalObjectIsDestroyedOnceAtItsFibersExitOnThatFiber) {
+    EXPECTS_FIFO_ORDER();
     life_log.clear();
     fib::FiberManager manager;
     fib::FiberTls tls(manager);

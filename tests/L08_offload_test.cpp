@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "L04_waiter_harness.hpp"
+#include "L02_schedule.hpp"
 #include "L08_gate.hpp"
 #include "fib/fiber.hpp"
 #include "fib/fiber_tls.hpp"
@@ -261,6 +262,8 @@ TEST(L08_Offload, WithAFiberTlsTheFibersTlsAndTheWorkersStayApart) {
         fiber_counter = counter;
     });
     fiber.join();
+    // The Waiter's fiber too, which may still be queued: the FiberTls must outlive every fiber.
+    home.manager.wait_for_all();
     EXPECT_EQ(fiber_errno, EBADF);
     EXPECT_EQ(fiber_counter, 7);
     EXPECT_EQ(worker_counter, 0);
@@ -270,15 +273,18 @@ TEST(L08_Offload, APoolDestroyedWithWorkInFlightRunsItAllAndEveryFiberGetsItsRes
     Home home;
     auto pool = std::make_unique<fib::ThreadPool>(1);
     std::vector<int> got(100, -1);
+    int started = 0;
     std::vector<fib::Fiber> fibers;
     for (int i = 0; i < 100; ++i)
-        fibers.emplace_back([&got, &pool, i] {
+        fibers.emplace_back([&got, &pool, &started, i] {
+            ++started;
             got[i] = fib::offload(*pool, [i] {
                 std::this_thread::sleep_for(100us);
                 return i;
             });
         });
-    fib::this_fiber::yield();  // every fiber has started its work
+    // Every fiber has handed its work over (one yield is enough in FIFO order).
+    fib_test::yield_until([&started] { return started == 100; });
     pool.reset();              // runs the queue dry, then joins the worker
     for (fib::Fiber& fiber : fibers) fiber.join();
     for (int i = 0; i < 100; ++i) EXPECT_EQ(got[i], i);

@@ -63,7 +63,8 @@ public:
     static FiberManager& of_this_thread(const char* what);
 
     // Let every other ready fiber run once, then continue. A no-op when no other
-    // fiber is ready.
+    // fiber is ready. Under FIB_SCHEDULE_SEED (shuffle.hpp) the next fiber is a
+    // seeded pick from the ready queue instead, so no order is promised.
     void yield();
     // From main: return once every spawned fiber, detached or not, has finished.
     void wait_for_all();
@@ -107,6 +108,8 @@ private:
     void switch_to(FiberRecord* next);
     void finish_switch();
     FiberRecord* next_or_deadlock();
+    FiberRecord* take_next();      // the ready queue's front, or a seeded pick
+    FiberRecord* take_shuffled();  // the seeded pick (shuffle.cpp)
     void release(FiberRecord* fiber);
     [[noreturn]] void report_escaped_exception(const FiberRecord& fiber);
 
@@ -126,6 +129,8 @@ private:
     std::uint64_t finished_ = 0;
     std::uint64_t switches_ = 0;
     bool main_waits_for_all_ = false;
+    bool shuffled_ = false;               // FIB_SCHEDULE_SEED is set (shuffle.hpp)
+    std::uint64_t shuffle_state_ = 0;     // the seeded sequence's state
     OverflowGuard overflow_guard_;  // reports a fiber overflowing its stack
     Waiter* waiter_ = nullptr;
     FiberEnvironment* environment_ = nullptr;  // none: switch with switch_context
