@@ -45,6 +45,9 @@ DEMO_2  := lessons/$(DIR_2)/main.cpp
 # its big frame can jump a stack's guard.
 TESTS_2 := tests/L02_big_frame.cpp
 FLAGS_2 := tests/L02_big_frame.cpp=-fno-stack-clash-protection
+# registry.cpp carries gdb's fiber commands inside every binary (.incbin): a source and
+# the file it embeds, rebuilt when that changes and copied by make stage-lessonN.
+EMBED_2 := src/$(DIR_2)/registry.cpp=scripts/fib_gdb.py
 
 DEMO_3  := lessons/$(DIR_3)/main.cpp
 
@@ -196,7 +199,8 @@ stage_files = $(call stage_lib,$(1)) $(call stage_headers,$(1)) \
               $(filter-out %/exercises %/solutions,$(sort $(wildcard $(foreach n,$(call upto,$(1)),lessons/$(DIR_$(n))/*)))) \
               $(sort $(wildcard $(foreach n,$(call upto,$(1)),tests/L$(call nn,$(n))_*))) tests/main.cpp \
               tests/bench/bench_main.cpp tests/bench/bench.hpp \
-              $(sort $(wildcard $(foreach n,$(call upto,$(1)),tests/bench/L$(call nn,$(n))_*)))
+              $(sort $(wildcard $(foreach n,$(call upto,$(1)),tests/bench/L$(call nn,$(n))_*))) \
+              $(foreach f,$(call collect,$(1),EMBED),$(lastword $(subst =, ,$(f))))
 objects = $(addprefix $(OUT)/lesson$(1)/obj/,$(addsuffix .o,$(basename $(2))))
 
 .PHONY: all programs help run test bench bench-echo check-stack check-backtrace check-echo-server \
@@ -223,6 +227,8 @@ TEST_SO_$(1)    := $(if $(filter 1,$(STATIC)),,$(foreach n,$(call upto,$(1)),$(P
 
 $(OUT)/lesson$(1)/obj/%.o: CPPFLAGS += $(call stage_include,$(1))
 $(foreach f,$(call collect,$(1),FLAGS),$(call objects,$(1),$(firstword $(subst =, ,$(f)))): CXXFLAGS += $(lastword $(subst =, ,$(f)))
+)
+$(foreach f,$(call collect,$(1),EMBED),$(call objects,$(1),$(firstword $(subst =, ,$(f)))): $(lastword $(subst =, ,$(f)))
 )
 $(OUT)/lesson$(1)/lib%.so: CPPFLAGS += $(call stage_include,$(1))
 

@@ -24,6 +24,7 @@ FiberManager::FiberManager() : thread_exceptions_(thread_exception_state()) {
     std::snprintf(main_.name, sizeof main_.name, "main");
     all_.push_back(&main_);
     current_ = this;
+    enlist();
 }
 
 FiberManager::~FiberManager() {
@@ -35,6 +36,7 @@ FiberManager::~FiberManager() {
               "detach it first",
               label(*all_.next(&main_)).text);
     all_.remove(&main_);
+    delist();
     current_ = nullptr;
 }
 
