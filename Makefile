@@ -204,7 +204,7 @@ stage_files = $(call stage_lib,$(1)) $(call stage_headers,$(1)) \
 objects = $(addprefix $(OUT)/lesson$(1)/obj/,$(addsuffix .o,$(basename $(2))))
 
 .PHONY: all programs help run test bench bench-echo check-stack check-backtrace check-echo-server \
-        check-tree check-text check-exercises gtest-check clean print-lessons FORCE
+        check-gdb check-tree check-text check-exercises gtest-check clean print-lessons FORCE
 all: $(addprefix lesson,$(LESSONS))
 
 # ---- One stage: library, demo, programs, tests, bench, layer check --------------------------
@@ -404,6 +404,11 @@ check-stack: all
 check-backtrace: lesson2
 	@scripts/check-gdb-backtrace.sh $(OUT)/lesson2/demo
 
+# gdb's fiber commands (scripts/fib_gdb.py): info fibers, fiber bt, fiber ID, on the lesson-2
+# demo stopped in a fiber and on a core file of it (skipped without gdb).
+check-gdb: lesson2
+	@scripts/check-gdb.py $(OUT)/lesson2/demo
+
 # The last stage's programs: build/lesson$(LAST_LESSON)/echo_server, chat_server, ...
 programs: lesson$(LAST_LESSON)
 
@@ -470,6 +475,8 @@ help:
 	@echo "make check-stack      check that no built binary has an executable stack, and the"
 	@echo "                      assembly's CET note and unwind rows (scripts/check-asm.py)"
 	@echo "make check-backtrace  check that gdb's bt inside a fiber ends at the trampoline"
+	@echo "make check-gdb        check gdb's info fibers, fiber bt and fiber ID (scripts/fib_gdb.py)"
+	@echo "                      on lesson 2's demo, live and from a core file"
 	@echo "make check-echo-server  echo a line through each stage's echo_server (and cluster_echo,"
 	@echo "                      co_echo_server), stop it with SIGINT"
 	@echo "make clean            remove build/"
