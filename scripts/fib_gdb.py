@@ -219,10 +219,11 @@ class InfoFibers(gdb.Command):
             fibers = fibers_of(manager)
             gdb.write(f"manager {int(manager):#x} on {where} (LWP {int(manager['thread_id_'])}), "
                       f"{len(fibers)} fibers:\n")
-            gdb.write(f"    {'id':>4}  {'name':<16} {'state':<9} {'waits for':<40} stack\n")
+            width = max(len(fiber["name"].string()) for fiber in fibers)
+            gdb.write(f"    {'id':>4}  {'name':<{width}}  {'state':<9} {'waits for':<40} stack\n")
             for fiber in fibers:
                 mark = "*" if fiber == manager["running_"] else " "
-                gdb.write(f"  {mark} {int(fiber['id']):>4}  {fiber['name'].string():<16} "
+                gdb.write(f"  {mark} {int(fiber['id']):>4}  {fiber['name'].string():<{width}}  "
                           f"{state_of(manager, fiber):<9} {waits_for(fiber):<40} {stack_of(fiber)}\n")
 
 
