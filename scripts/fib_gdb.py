@@ -75,7 +75,7 @@ def not_started(fiber):
     return int(fiber["context"]["rip"]) == trampoline()
 
 
-def state_of(manager, fiber):
+def state_of(fiber):
     state = str(fiber["state"]).split("::")[-1]
     return STATES.get(state, state.lower())
 
@@ -224,7 +224,7 @@ class InfoFibers(gdb.Command):
             for fiber in fibers:
                 mark = "*" if fiber == manager["running_"] else " "
                 gdb.write(f"  {mark} {int(fiber['id']):>4}  {fiber['name'].string():<{width}}  "
-                          f"{state_of(manager, fiber):<9} {waits_for(fiber):<40} {stack_of(fiber)}\n")
+                          f"{state_of(fiber):<9} {waits_for(fiber):<40} {stack_of(fiber)}\n")
 
 
 class FiberCommand(gdb.Command):
@@ -268,7 +268,7 @@ class FiberBacktrace(gdb.Command):
         previous_thread, previous = gdb.selected_thread(), unwinder.selected
         select(manager, fiber)
         try:
-            gdb.write(f"{label(fiber)}, {state_of(manager, fiber)}"
+            gdb.write(f"{label(fiber)}, {state_of(fiber)}"
                       f"{': ' + waits_for(fiber) if waits_for(fiber) else ''}:\n")
             gdb.write(gdb.execute("bt", to_string=True))
         finally:
