@@ -1,14 +1,14 @@
 // registry.cpp — lesson 2: every live FiberManager in one list, the root a debugger starts from.
 //
 // The scheduler itself needs no such list: each thread finds its manager through
-// current_, a thread_local. A debugger has no such start. In gdb, reading a
-// thread_local means asking libthread_db for each thread's TLS block, which
-// works on one live thread at a time, when it works at all, and a core file
-// may have no thread library state to ask. An ordinary global has one address,
-// written in the binary's debug info, for every thread and in a core file. So
-// each manager puts itself in registry_ when it is made and takes itself out
-// when it is destroyed, with its thread's id (gettid), which gdb shows as the
-// thread's LWP. scripts/fib_gdb.py walks this list: `info fibers`, `fiber bt`.
+// current_, a thread_local. A debugger has no such start: gdb reads a
+// thread_local through libthread_db, one thread at a time, and only where that
+// can read the thread library's own state, which not every program or core
+// file allows. A global has one address, written in the binary's debug info,
+// for every thread and in a core file. So each manager puts itself in
+// registry_ when it is made and takes itself out when it is destroyed, with
+// its thread's id (gettid), which gdb shows as the thread's LWP.
+// scripts/fib_gdb.py walks this list: `info fibers`, `fiber bt`.
 #include <unistd.h>
 
 #include <mutex>
