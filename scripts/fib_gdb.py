@@ -173,8 +173,8 @@ class FiberUnwinder(gdb.unwinder.Unwinder):
 
 
 class HideThreadFrame:
-    """While a fiber is selected, `bt` leaves out frame 0, the thread's own frame
-    (`bt -no-filters` shows it)."""
+    """While a fiber is selected, `bt` on its thread leaves out frame 0, the thread's
+    own frame (`bt -no-filters` shows it)."""
 
     def __init__(self):
         self.name = "fib fibers"
@@ -183,7 +183,7 @@ class HideThreadFrame:
         gdb.frame_filters[self.name] = self
 
     def filter(self, frames):
-        if unwinder.selected is None:
+        if unwinder.selected is None or gdb.selected_thread().num != unwinder.selected[0]:
             return frames
         return (f for f in frames if f.inferior_frame().level() != 0)
 
