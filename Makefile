@@ -45,6 +45,9 @@ DEMO_2  := lessons/$(DIR_2)/main.cpp
 # its big frame can jump a stack's guard.
 TESTS_2 := tests/L02_big_frame.cpp
 FLAGS_2 := tests/L02_big_frame.cpp=-fno-stack-clash-protection
+# registry.cpp carries gdb's fiber commands inside every binary (.incbin): a source and
+# the file it embeds, rebuilt when that changes and copied by make stage-lessonN.
+EMBED_2 := src/$(DIR_2)/registry.cpp=scripts/fib_gdb.py
 
 DEMO_3  := lessons/$(DIR_3)/main.cpp
 
@@ -196,11 +199,12 @@ stage_files = $(call stage_lib,$(1)) $(call stage_headers,$(1)) \
               $(filter-out %/exercises %/solutions,$(sort $(wildcard $(foreach n,$(call upto,$(1)),lessons/$(DIR_$(n))/*)))) \
               $(sort $(wildcard $(foreach n,$(call upto,$(1)),tests/L$(call nn,$(n))_*))) tests/main.cpp \
               tests/bench/bench_main.cpp tests/bench/bench.hpp \
-              $(sort $(wildcard $(foreach n,$(call upto,$(1)),tests/bench/L$(call nn,$(n))_*)))
+              $(sort $(wildcard $(foreach n,$(call upto,$(1)),tests/bench/L$(call nn,$(n))_*))) \
+              $(foreach f,$(call collect,$(1),EMBED),$(lastword $(subst =, ,$(f))))
 objects = $(addprefix $(OUT)/lesson$(1)/obj/,$(addsuffix .o,$(basename $(2))))
 
 .PHONY: all programs help run test test-shuffled bench bench-echo check-stack check-backtrace check-echo-server \
-        check-tree check-text check-exercises gtest-check clean print-lessons FORCE
+        check-gdb check-tree check-text check-exercises gtest-check clean print-lessons FORCE
 all: $(addprefix lesson,$(LESSONS))
 
 # ---- One stage: library, demo, programs, tests, bench, layer check --------------------------
@@ -223,6 +227,8 @@ TEST_SO_$(1)    := $(if $(filter 1,$(STATIC)),,$(foreach n,$(call upto,$(1)),$(P
 
 $(OUT)/lesson$(1)/obj/%.o: CPPFLAGS += $(call stage_include,$(1))
 $(foreach f,$(call collect,$(1),FLAGS),$(call objects,$(1),$(firstword $(subst =, ,$(f)))): CXXFLAGS += $(lastword $(subst =, ,$(f)))
+)
+$(foreach f,$(call collect,$(1),EMBED),$(call objects,$(1),$(firstword $(subst =, ,$(f)))): $(lastword $(subst =, ,$(f)))
 )
 $(OUT)/lesson$(1)/lib%.so: CPPFLAGS += $(call stage_include,$(1))
 
@@ -408,6 +414,11 @@ check-stack: all
 check-backtrace: lesson2
 	@scripts/check-gdb-backtrace.sh $(OUT)/lesson2/demo
 
+# gdb's fiber commands (scripts/fib_gdb.py): info fibers, fiber bt, fiber ID, on the lesson-2
+# demo stopped in a fiber and on a core file of it (skipped without gdb).
+check-gdb: lesson2
+	@scripts/check-gdb.py $(OUT)/lesson2/demo
+
 # The last stage's programs: build/lesson$(LAST_LESSON)/echo_server, chat_server, ...
 programs: lesson$(LAST_LESSON)
 
@@ -476,6 +487,8 @@ help:
 	@echo "make check-stack      check that no built binary has an executable stack, and the"
 	@echo "                      assembly's CET note and unwind rows (scripts/check-asm.py)"
 	@echo "make check-backtrace  check that gdb's bt inside a fiber ends at the trampoline"
+	@echo "make check-gdb        check gdb's info fibers, fiber bt and fiber ID (scripts/fib_gdb.py)"
+	@echo "                      on lesson 2's demo, live and from a core file"
 	@echo "make check-echo-server  echo a line through each stage's echo_server (and cluster_echo,"
 	@echo "                      co_echo_server), stop it with SIGINT"
 	@echo "make clean            remove build/"

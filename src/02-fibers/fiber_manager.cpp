@@ -26,6 +26,7 @@ FiberManager::FiberManager() : thread_exceptions_(thread_exception_state()) {
     all_.push_back(&main_);
     shuffled_ = schedule_seed(&shuffle_state_);
     current_ = this;
+    enlist();
 }
 
 FiberManager::~FiberManager() {
@@ -37,6 +38,7 @@ FiberManager::~FiberManager() {
               "detach it first",
               label(*all_.next(&main_)).text);
     all_.remove(&main_);
+    delist();
     current_ = nullptr;
 }
 

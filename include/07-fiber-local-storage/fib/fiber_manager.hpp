@@ -112,9 +112,15 @@ private:
     FiberRecord* take_shuffled();  // the seeded pick (shuffle.cpp)
     void release(FiberRecord* fiber);
     [[noreturn]] void report_escaped_exception(const FiberRecord& fiber);
+    void enlist();  // into registry_, and back out
+    void delist();
 
     // The manager of this thread: the one thing the scheduler keeps per thread.
     static thread_local FiberManager* current_;
+    // Every live manager, each with its thread's id: a root for debuggers (registry.cpp).
+    ListLink<FiberManager> registry_link_;
+    int thread_id_ = 0;  // gettid()
+    static IntrusiveList<FiberManager, &FiberManager::registry_link_> registry_;
 
     FiberRecord main_;                // the adopted thread's own code
     FiberRecord* running_ = &main_;

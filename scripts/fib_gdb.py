@@ -1,0 +1,287 @@
+# fib_gdb.py — lesson 2: gdb commands that know the fibers: info fibers, fiber bt ID, fiber ID.
+#
+# src/02-fibers/registry.cpp embeds this script in every binary built with the
+# course's library, so gdb runs it when it loads the binary or a core file of it
+# (once the directory is trusted: lessons/02-fibers/GDB.md). It starts from
+# fib::FiberManager::registry_, the list of every live manager, and reads every
+# field by name from the debug info, never at a hand-counted offset, so it
+# reads any stage's FiberManager and FiberRecord.
+#
+#   info fibers          every fiber of every manager: id, name, state, what it
+#                        waits for, its stack
+#   fiber bt [T.]ID      the backtrace of a fiber that is not running, unwound
+#                        from the context it saved when it switched away
+#   fiber [T.]ID         gdb's view of thread T (the manager's) continues into
+#                        that fiber's frames, until `fiber off` or the program runs
+#
+# Fiber ids count per manager; T is gdb's thread number of the manager's thread,
+# needed only when several managers have a fiber with that id.
+import gdb
+import gdb.unwinder
+
+STATES = {"Running": "running", "Ready": "ready", "Blocked": "parked", "Finished": "finished"}
+
+
+class FiberError(gdb.GdbError):
+    pass
+
+
+def managers():
+    """Every live FiberManager, as gdb.Values of type FiberManager*."""
+    try:
+        registry = gdb.parse_and_eval("fib::FiberManager::registry_")
+    except gdb.error:
+        raise FiberError("no fib::FiberManager::registry_ here: not a program of the course's "
+                         "library, or built without debug info (-g)")
+    found, manager = [], registry["head_"]
+    while manager:
+        found.append(manager)
+        manager = manager["registry_link_"]["next"]
+    if not found:
+        raise FiberError("no FiberManager is alive (fib::FiberManager::registry_ is empty)")
+    return found
+
+
+def fibers_of(manager):
+    """Every unreleased fiber record of a manager, main first."""
+    found, fiber = [], manager["all_"]["head_"]
+    while fiber:
+        found.append(fiber)
+        fiber = fiber["all_link"]["next"]
+    return found
+
+
+def thread_of(manager):
+    """gdb's thread for the manager's thread (its LWP is the manager's gettid())."""
+    lwp = int(manager["thread_id_"])
+    for thread in gdb.selected_inferior().threads():
+        if thread.ptid[1] == lwp:
+            return thread
+    return None
+
+
+def label(fiber):
+    """"fiber 3 (producer)", as the library's own messages name a fiber."""
+    name = fiber["name"].string()
+    return f"fiber {int(fiber['id'])}" + (f" ({name})" if name else "")
+
+
+def trampoline():
+    return int(gdb.parse_and_eval("(unsigned long) &context_trampoline"))
+
+
+def not_started(fiber):
+    """A fiber queued but never run has a fresh context: it resumes at the trampoline."""
+    return int(fiber["context"]["rip"]) == trampoline()
+
+
+def state_of(fiber):
+    state = str(fiber["state"]).split("::")[-1]
+    return STATES.get(state, state.lower())
+
+
+def waits_for(fiber):
+    """What a parked fiber waits for, in the words of the deadlock report."""
+    if str(fiber["state"]).endswith("Ready") and not_started(fiber):
+        return "not started"
+    if not str(fiber["state"]).endswith("Blocked"):
+        return ""
+    site = fiber["waiting_for"]
+    text = site["what"].string() if site["what"] else "?"
+    if site["fiber"]:
+        text += ", waiting for " + label(site["fiber"])
+    if site["object"]:
+        text += f", on {int(site['object']):#x}"
+    return text
+
+
+def stack_of(fiber):
+    bottom = int(fiber["stack"]["bottom_"])
+    if not bottom:
+        return "the thread's own"
+    size = int(fiber["stack"]["size_"])
+    return f"{bottom:#x}-{bottom + size:#x}"
+
+
+def find(spec):
+    """(manager, fiber) for "ID" or "T.ID"."""
+    thread_number, _, fiber_id = spec.strip().rpartition(".")
+    try:
+        wanted = int(fiber_id)
+        thread_number = int(thread_number) if thread_number else None
+    except ValueError:
+        raise FiberError(f"fiber: expected ID or THREAD.ID (see `info fibers`), not '{spec}'")
+    matches = []
+    for manager in managers():
+        thread = thread_of(manager)
+        if thread_number is not None and (thread is None or thread.num != thread_number):
+            continue
+        matches += [(manager, f) for f in fibers_of(manager) if int(f["id"]) == wanted]
+    if not matches:
+        raise FiberError(f"no fiber {spec} (see `info fibers`)")
+    if len(matches) > 1:
+        raise FiberError(f"several managers have a fiber {wanted}: say THREAD.{wanted}, THREAD "
+                         "being gdb's thread number in `info fibers`")
+    return matches[0]
+
+
+def saved_frame(manager, fiber):
+    """The registers of the frame that called switch_context, from the fiber's saved
+    Context: switch_context stored rsp right after its call pushed the return address,
+    so the caller resumes at [rsp] with rsp + 8, and the callee-saved registers as saved."""
+    if fiber == manager["running_"]:
+        raise FiberError(f"{label(fiber)} is running: its registers are its thread's own "
+                         "(`thread` to that thread, then `bt`)")
+    if not_started(fiber):
+        raise FiberError(f"{label(fiber)} has not started: it has no frames yet")
+    context = fiber["context"]
+    rsp = int(context["rsp"])
+    return_address = int(gdb.Value(rsp).cast(gdb.lookup_type("unsigned long").pointer()).dereference())
+    registers = {name: int(context[name]) for name in ("rbx", "rbp", "r12", "r13", "r14", "r15")}
+    registers.update(rip=return_address, rsp=rsp + 8)
+    return rsp, registers
+
+
+class FrameId:
+    def __init__(self, sp, pc):
+        self.sp = sp
+        self.pc = pc
+
+
+class FiberUnwinder(gdb.unwinder.Unwinder):
+    """While a fiber is selected, frame 0 of its manager's thread unwinds into the
+    fiber's saved frames. Frame 0 itself stays the thread's: gdb reads it from the CPU,
+    and an unwinder can only say where the caller's registers are."""
+
+    def __init__(self):
+        super().__init__("fib fibers")
+        self.selected = None  # (gdb thread number, saved rsp, registers), or None
+
+    def __call__(self, pending_frame):
+        if self.selected is None or pending_frame.level() != 0:
+            return None
+        thread_number, saved_rsp, registers = self.selected
+        if gdb.selected_thread() is None or gdb.selected_thread().num != thread_number:
+            return None
+        # Frame 0's id says it lies just below the fiber's frames, as a callee's would,
+        # so gdb does not take frame 1 for a corrupt stack going the wrong way.
+        frame_id = FrameId(gdb.Value(saved_rsp), pending_frame.read_register("rip"))
+        info = pending_frame.create_unwind_info(frame_id)
+        for name, value in registers.items():
+            info.add_saved_register(name, gdb.Value(value).cast(pending_frame.read_register(name).type))
+        return info
+
+
+class HideThreadFrame:
+    """While a fiber is selected, `bt` on its thread leaves out frame 0, the thread's
+    own frame (`bt -no-filters` shows it)."""
+
+    def __init__(self):
+        self.name = "fib fibers"
+        self.priority = 100
+        self.enabled = True
+        gdb.frame_filters[self.name] = self
+
+    def filter(self, frames):
+        if unwinder.selected is None or gdb.selected_thread().num != unwinder.selected[0]:
+            return frames
+        return (f for f in frames if f.inferior_frame().level() != 0)
+
+
+def select(manager, fiber):
+    thread = thread_of(manager)
+    if thread is None:
+        raise FiberError(f"no gdb thread has LWP {int(manager['thread_id_'])}, the thread of "
+                         f"{label(fiber)}'s manager")
+    saved_rsp, registers = saved_frame(manager, fiber)
+    thread.switch()
+    unwinder.selected = (thread.num, saved_rsp, registers)
+    gdb.invalidate_cached_frames()
+    return thread
+
+
+def deselect(_event=None):
+    if unwinder.selected is not None:
+        unwinder.selected = None
+        gdb.invalidate_cached_frames()
+
+
+class InfoFibers(gdb.Command):
+    """List every fiber of every FiberManager: id, name, state, what it waits for, stack."""
+
+    def __init__(self):
+        super().__init__("info fibers", gdb.COMMAND_STACK)
+
+    def invoke(self, argument, from_tty):
+        for manager in managers():
+            thread = thread_of(manager)
+            where = f"thread {thread.num}" if thread else "no gdb thread"
+            fibers = fibers_of(manager)
+            gdb.write(f"manager {int(manager):#x} on {where} (LWP {int(manager['thread_id_'])}), "
+                      f"{len(fibers)} fibers:\n")
+            width = max(len(fiber["name"].string()) for fiber in fibers)
+            gdb.write(f"    {'id':>4}  {'name':<{width}}  {'state':<9} {'waits for':<40} stack\n")
+            for fiber in fibers:
+                mark = "*" if fiber == manager["running_"] else " "
+                gdb.write(f"  {mark} {int(fiber['id']):>4}  {fiber['name'].string():<{width}}  "
+                          f"{state_of(fiber):<9} {waits_for(fiber):<40} {stack_of(fiber)}\n")
+
+
+class FiberCommand(gdb.Command):
+    """Show a fiber's frames in the backtrace of its manager's thread.
+fiber [THREAD.]ID   select it: `bt`, `frame N`, `info locals` then see its frames
+fiber off           back to the thread's own frames (so does running the program)
+fiber bt [THREAD.]ID   print its backtrace, without selecting it"""
+
+    def __init__(self):
+        super().__init__("fiber", gdb.COMMAND_STACK, prefix=True)
+
+    def invoke(self, argument, from_tty):
+        if not argument.strip():
+            raise FiberError("fiber: say which: fiber ID, fiber bt ID, fiber off (see `info fibers`)")
+        manager, fiber = find(argument)
+        thread = select(manager, fiber)
+        gdb.write(f"[{label(fiber)} on thread {thread.num}: frame 0 is still the thread's own; "
+                  f"frames from 1 are the fiber's; `fiber off` to leave]\n")
+        gdb.execute("frame 1")
+
+
+class FiberOff(gdb.Command):
+    """Back to the thread's own frames."""
+
+    def __init__(self):
+        super().__init__("fiber off", gdb.COMMAND_STACK)
+
+    def invoke(self, argument, from_tty):
+        deselect()
+        gdb.execute("frame 0")
+
+
+class FiberBacktrace(gdb.Command):
+    """fiber bt [THREAD.]ID: the backtrace of a fiber that is not running."""
+
+    def __init__(self):
+        super().__init__("fiber bt", gdb.COMMAND_STACK)
+
+    def invoke(self, argument, from_tty):
+        manager, fiber = find(argument)
+        previous_thread, previous = gdb.selected_thread(), unwinder.selected
+        select(manager, fiber)
+        try:
+            gdb.write(f"{label(fiber)}, {state_of(fiber)}"
+                      f"{': ' + waits_for(fiber) if waits_for(fiber) else ''}:\n")
+            gdb.write(gdb.execute("bt", to_string=True))
+        finally:
+            unwinder.selected = previous
+            previous_thread.switch()
+            gdb.invalidate_cached_frames()
+
+
+unwinder = FiberUnwinder()
+gdb.unwinder.register_unwinder(None, unwinder, replace=True)
+HideThreadFrame()
+gdb.events.cont.connect(deselect)
+InfoFibers()
+FiberCommand()
+FiberOff()
+FiberBacktrace()
