@@ -10,7 +10,7 @@
 # then `bt` must show the producer's frames, `fiber off` the consumer's again. Then
 # SIGABRT makes the kernel write a core file (in a scratch directory, as the
 # relative core_pattern "core" says), and the same checks run on it: gdb's own
-# gcore would not do, it writes the fiber stacks as zeros (lessons/02-fibers/GDB.md).
+# gcore would not do, it writes the fiber stacks as zeros (lessons/02-fibers/APPENDIX.md).
 import os
 import re
 import resource

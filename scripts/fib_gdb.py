@@ -2,7 +2,7 @@
 #
 # src/02-fibers/registry.cpp embeds this script in every binary built with the
 # course's library, so gdb runs it when it loads the binary or a core file of it
-# (once the directory is trusted: lessons/02-fibers/GDB.md). It starts from
+# (once the directory is trusted: lessons/02-fibers/APPENDIX.md). It starts from
 # fib::FiberManager::registry_, the list of every live manager, and reads every
 # field by name from the debug info, never at a hand-counted offset, so it
 # reads any stage's FiberManager and FiberRecord.

@@ -43,7 +43,7 @@ void FiberManager::delist() {
 // binary, also to read a core file of it. An entry is a type byte (4: Python
 // source), a first line naming the script, its text, and a NUL. The section is
 // not loaded into memory. gdb runs it only from a directory it was told to trust:
-// lessons/02-fibers/GDB.md says how.
+// lessons/02-fibers/APPENDIX.md says how.
 asm(R"(
     .pushsection .debug_gdb_scripts, "MS", @progbits, 1
     .byte 4
