@@ -111,6 +111,13 @@ def file_diff(number, earlier, path):
         fromfile=f"stage {number - 1}: {earlier or '/dev/null'}", tofile=f"stage {number}: {path}"))
 
 
+def added_lines(earlier, path):
+    """The numbers (from 1) of the lines of `path` that the file it replaces lacks."""
+    matcher = difflib.SequenceMatcher(None, read_lines(earlier), read_lines(path), autojunk=False)
+    return {j + 1 for tag, _, _, j1, j2 in matcher.get_opcodes() if tag in ("insert", "replace")
+            for j in range(j1, j2)}
+
+
 def diff(stage_files, previous_files):
     number, replacing, added = changes(stage_files.split(), previous_files.split())
     print(f"# diff-lesson{number}: stage {number} against stage {number - 1}: "
