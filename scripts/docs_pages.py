@@ -82,12 +82,13 @@ def lesson_page(site, lesson):
             else:
                 parts.append(file_section(site, lesson, path, links))
                 shown.add(path)
-    body = ('<nav class="toc"><ol>%s</ol></nav>\n<article class="readme">%s</article>\n'
+    title, _, readme = readme.partition("\n")  # the README's h1, then the contents
+    body = ('<article class="readme">%s\n<nav class="toc"><ol>%s</ol></nav>\n%s</article>\n'
             '<h2 id="annotated-source" class="source-title">The annotated source</h2>\n'
             '<p class="howto">The files of the reading order, in order: each comment beside the code it '
             'explains. Lines this lesson adds to a file it replaces are marked; '
             '<a href="diff-lesson%d.html">the stage diff</a> shows every change.</p>\n%s'
-            % (toc, readme, lesson.number, "\n".join(parts)))
+            % (title, toc, readme, lesson.number, "\n".join(parts)))
     write(site, lesson.page, lesson.title, body, "lesson", lesson_nav(site, lesson))
 
 

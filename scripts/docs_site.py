@@ -35,6 +35,7 @@ class Lesson:
         self.replaces = {path: earlier for earlier, path in replacing}
         self.added = {path for _, path in added}
         self.symbols = {}  # name -> anchor id, the first definition in reading order winning
+        self.members = {}  # the last part of a qualified name (Class::member) -> anchor id
         self.anchors = {}  # path -> {line number: [anchor ids]}
         for path in self.files:
             self.anchors[path] = {}
@@ -43,6 +44,7 @@ class Lesson:
                 if anchor not in sum(self.anchors[path].values(), []):
                     self.anchors[path].setdefault(line, []).append(anchor)
                 self.symbols.setdefault(name, anchor)
+                self.members.setdefault(name.rpartition("::")[2], anchor)
 
 
 class Site:
@@ -114,7 +116,10 @@ class Links:
                     return "%s#%s" % (lesson.page, file_id(path))
         key = re.sub(r"<[^<>]*>$", "", re.sub(r"\(.*\)$", "", name))
         key = key[len("fib::"):] if key.startswith("fib::") else key
-        for lesson in lessons_in_reach:
-            if key in lesson.symbols:
-                return "%s#%s" % (lesson.page, lesson.symbols[key])
+        # The name as written; else a member by its own name (FinalAwaiter); else, for a
+        # member the scanner does not list (a field), its class.
+        for table, name in (("symbols", key), ("members", key), ("symbols", key.rpartition("::")[0])):
+            for lesson in lessons_in_reach:
+                if name and name in getattr(lesson, table):
+                    return "%s#%s" % (lesson.page, getattr(lesson, table)[name])
         return None
