@@ -20,10 +20,12 @@ BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 VIEWS = [("index.html", 1280, 900, "screenshot-index.png", "Fibers from scratch"),
          ("lesson1.html", 1280, 900, "screenshot-lesson1.png", "Lesson 1"),
          ("lesson1.html", 400, 860, "screenshot-lesson1-phone.png", "Lesson 1")]
-# The annotated rows, scrolled into view for the screenshot, and how many columns they have.
+# The third annotated file (lesson 1's switch_context.S), scrolled into view for the
+# screenshot, and how many columns its rows have.
 LAYOUT = """(() => {
-  const row = document.querySelector('.file .row:nth-of-type(2)') || document.querySelector('.row');
-  if (row && %s) { row.scrollIntoView(); window.scrollBy(0, -60); }
+  const file = document.querySelectorAll('section.file')[2] || document.querySelector('section.file');
+  const row = file && file.querySelector('.row');
+  if (row && %s) { file.scrollIntoView(); window.scrollBy(0, -50); }
   const wide = [...document.querySelectorAll('main *')].filter(e => e.getBoundingClientRect().right > innerWidth + 1)
                  .slice(0, 3).map(e => e.tagName + '.' + e.className + ': ' + e.textContent.slice(0, 40));
   return JSON.stringify({text: document.body.innerText, wide: wide,

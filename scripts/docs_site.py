@@ -82,9 +82,11 @@ class Site:
         return self.pages.setdefault(path, name)
 
     def image_href(self, path):
+        """An image's copy in images/; a missing one is left for check-docs to report."""
         name = path.replace("/", "-")
-        os.makedirs(os.path.join(self.out, "images"), exist_ok=True)
-        shutil.copyfile(path, os.path.join(self.out, "images", name))
+        if os.path.isfile(path):
+            os.makedirs(os.path.join(self.out, "images"), exist_ok=True)
+            shutil.copyfile(path, os.path.join(self.out, "images", name))
         return "images/" + name
 
 
