@@ -123,4 +123,4 @@ def diff_page(site, lesson, files_of_stage, files_of_previous):
             '<code>make diff-lesson%d</code> prints it (also as <a href="diff-lesson%d.txt">text</a>): '
             '%d files added, %d replaced.</p>\n%s'
             % (number, number - 1, lesson.page, number, number, number, len(added), len(replacing), "\n".join(parts)))
-    write(site, "diff-lesson%d.html" % number, "Stage %d diff" % number, body, "text", lesson_nav(site, lesson))
+    write(site, "diff-lesson%d.html" % number, "Stage %d diff" % number, body, "diff", lesson_nav(site, lesson))

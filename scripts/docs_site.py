@@ -38,10 +38,11 @@ class Lesson:
         self.members = {}  # the last part of a qualified name (Class::member) -> anchor id
         self.anchors = {}  # path -> {line number: [anchor ids]}
         for path in self.files:
-            self.anchors[path] = {}
+            self.anchors[path], seen = {}, set()
             for line, name in docs_symbols.symbols(path, read(path)):
                 anchor = file_id(path) + "--" + name.replace("::", ".")
-                if anchor not in sum(self.anchors[path].values(), []):
+                if anchor not in seen:  # an overload's anchor is its first declaration's
+                    seen.add(anchor)
                     self.anchors[path].setdefault(line, []).append(anchor)
                 self.symbols.setdefault(name, anchor)
                 self.members.setdefault(name.rpartition("::")[2], anchor)
@@ -118,10 +119,12 @@ class Links:
                     return "%s#%s" % (lesson.page, file_id(path))
         key = re.sub(r"<[^<>]*>$", "", re.sub(r"\(.*\)$", "", name))
         key = key[len("fib::"):] if key.startswith("fib::") else key
-        # The name as written; else a member by its own name (FinalAwaiter); else, for a
-        # member the scanner does not list (a field), its class.
-        for table, name in (("symbols", key), ("members", key), ("symbols", key.rpartition("::")[0])):
-            for lesson in lessons_in_reach:
+        # The name as written; else a member by its own name (FinalAwaiter), in this lesson
+        # only; else, for a member the scanner does not list (a field), its class.
+        own = lessons_in_reach[:1] if self.number else lessons_in_reach
+        for table, name, reach in (("symbols", key, lessons_in_reach), ("members", key, own),
+                                   ("symbols", key.rpartition("::")[0], lessons_in_reach)):
+            for lesson in reach:
                 if name and name in getattr(lesson, table):
                     return "%s#%s" % (lesson.page, getattr(lesson, table)[name])
         return None

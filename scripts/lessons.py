@@ -1,5 +1,6 @@
 # lessons.py — what the tree says about lessons: which lesson a path belongs to, and
 # which lines of a source file are code. Shared by the checks and stage.py.
+import glob
 import os
 import re
 
@@ -76,7 +77,6 @@ def comment_text(path):
 
 def lesson_folders(number):
     """The folders lesson N's files live in, as listed in the tree: lessons/NN-*/ first."""
-    import glob
     folders = []
     for pattern in ("lessons/%02d-*/", "include/%02d-*/fib/", "src/%02d-*/", "asm/%02d-*/"):
         folders += sorted(glob.glob(pattern % number))
