@@ -11,6 +11,7 @@ import base64
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -134,6 +135,8 @@ def main():
             return 1
         print("docs-browser-check: skipped: no chromium here (apt-get install chromium to render the pages)")
         return 0
+    signal.signal(signal.SIGALRM, lambda *_: sys.exit("docs-browser-check: chromium did not answer in 90 s"))
+    signal.alarm(90)
     with tempfile.TemporaryDirectory() as profile:
         browser = Browser(executable, profile)
         try:
