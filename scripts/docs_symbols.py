@@ -16,6 +16,8 @@ ALIAS = re.compile(r"^\s*using\s+(\w+)\s*=")
 FUNCTION = re.compile(r"^[\w:<>,*&\s~\[\]]*?(~?[A-Za-z_][\w]*(?:::~?\w+)*)\s*\(")
 VARIABLE = re.compile(r"^\s*(?:inline\s+|static\s+|constexpr\s+|const\s+|thread_local\s+|extern\s+)+"
                       r"[\w:<>,*&\s]*?\b(\w+)\s*(?:=|\{|;|\[)")
+NAMESPACE = re.compile(r"\s*namespace\s+([\w:]*)")
+EXTERN = re.compile(r'\s*extern\s+""')  # extern "C" {, its string blanked
 LABEL = re.compile(r"^([.\w]+):")
 SHELL_FUNCTION = re.compile(r"^(\w+)\(\)\s*\{")
 
@@ -27,30 +29,31 @@ def _stripped(text):
 
 
 def _cpp(text):
-    found, stack, namespaces = [], [], []
+    """Brace depth decides: namespace and extern "C" braces do not count, so depth 0 is
+    namespace scope and depth 1 inside a class there is its members."""
+    found, stack, namespaces = [], [], []  # stack: (kind, name) of each open brace
     for number, line in enumerate(_stripped(text).split("\n"), 1):
-        opened = "class" if TYPE.match(line) else "namespace" if re.match(r"\s*(namespace\b|extern\s)", line) else "block"
-        depth = sum(1 for kind, _ in stack if kind != "namespace")
+        scope = TYPE.match(line) or NAMESPACE.match(line)
+        kind = "class" if TYPE.match(line) else "namespace" if scope or EXTERN.match(line) else "block"
+        depth = sum(1 for k, _ in stack if k != "namespace")
         prefix = "::".join(n for n in "::".join(namespaces).split("::") if n not in ("fib", ""))
         if depth == 0 and line[:1] not in (" ", "\t", "}", ""):
             for pattern in (TYPE, MACRO, ALIAS, FUNCTION, VARIABLE):
                 match = pattern.match(line)
                 if match and match.group(1).split("::")[-1].lstrip("~") not in SKIP:
-                    name = match.group(1)
-                    found.append((number, name))
-                    if prefix and "::" not in name:
-                        found.append((number, prefix + "::" + name))
+                    found.append((number, match.group(1)))
+                    if prefix and "::" not in match.group(1):
+                        found.append((number, prefix + "::" + match.group(1)))
                     break
         elif depth == 1 and stack[-1][0] == "class" and (match := FUNCTION.match(line) or TYPE.match(line)):
             if match.group(1) not in SKIP and "::" not in match.group(1):
                 found.append((number, stack[-1][1] + "::" + match.group(1)))
         for char in line:
             if char == "{":
-                name = (TYPE.match(line) or re.match(r"\s*namespace\s+([\w:]*)", line) or re.match("()", ""))
-                stack.append((opened, name.group(1)))
-                if opened == "namespace":
-                    namespaces.append(name.group(1))
-                opened = "block"
+                stack.append((kind, scope.group(1) if scope else ""))
+                if kind == "namespace":
+                    namespaces.append(stack[-1][1])
+                kind, scope = "block", None  # a second brace on the line is a plain block
             elif char == "}" and stack:
                 if stack.pop()[0] == "namespace":
                     namespaces.pop()
