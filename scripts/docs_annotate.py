@@ -18,14 +18,14 @@ def is_comment(line, marker):
 
 
 def sections(path, text):
-    """[(comment lines, [(line number, code line)])]: each comment block with the code
-    after it; a file that starts with code starts with a section without prose."""
+    """[([(line number, comment text)], [(line number, code line)])]: each comment block
+    with the code after it; a file that starts with code starts with a section without prose."""
     marker, found = comment_marker(path), []
     for number, line in enumerate(text.split("\n"), 1):
         if is_comment(line, marker):
             if not found or found[-1][1]:
                 found.append(([], []))
-            found[-1][0].append(line.strip()[len(marker):])
+            found[-1][0].append((number, line.strip()[len(marker):]))
         else:
             if not found:
                 found.append(([], []))
@@ -89,9 +89,10 @@ def code(path, lines, anchors, added):
 
 
 def render(path, text, links, anchors, added):
-    """The rows of one file: prose beside code."""
+    """The rows of one file: prose beside code; prose with a line new in this lesson is marked."""
     rows = []
     for comment_lines, code_lines in sections(path, text):
-        rows.append('<div class="row"><div class="prose">%s</div>%s</div>'
-                    % (prose(comment_lines, links), code(path, code_lines, anchors, added)))
+        mark = " added" if any(number in added for number, _ in comment_lines) else ""
+        rows.append('<div class="row"><div class="prose%s">%s</div>%s</div>'
+                    % (mark, prose([t for _, t in comment_lines], links), code(path, code_lines, anchors, added)))
     return "\n".join(rows)

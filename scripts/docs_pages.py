@@ -50,7 +50,8 @@ def file_status(site, lesson, path):
     if path in lesson.replaces:
         earlier = lesson.replaces[path]
         added = stage.added_lines(earlier, path)
-        return ('replaces lesson %d\'s <a href="%s">%s</a>; the %d lines it adds are marked (%s)'
+        return ('replaces lesson %d\'s <a href="%s">%s</a>; the %d lines it adds are marked, in the code '
+                'and in the prose (%s)'
                 % (lessons.lesson_of(earlier), site.file_href(earlier, lesson.number - 1),
                    html.escape(earlier), len(added), diff)), added
     if path.startswith("scripts/"):
