@@ -204,7 +204,7 @@ stage_files = $(call stage_lib,$(1)) $(call stage_headers,$(1)) \
 objects = $(addprefix $(OUT)/lesson$(1)/obj/,$(addsuffix .o,$(basename $(2))))
 
 .PHONY: all programs help run test test-shuffled bench bench-echo check-stack check-backtrace check-echo-server \
-        check-gdb check-tree check-text check-exercises gtest-check clean print-lessons FORCE
+        check-gdb check-tree check-text check-exercises check-docs docs gtest-check clean print-lessons FORCE
 all: $(addprefix lesson,$(LESSONS))
 
 # ---- One stage: library, demo, programs, tests, bench, layer check --------------------------
@@ -410,6 +410,17 @@ check-stack: all
 	@scripts/check-asm.py $(OUT)/lesson$(LAST_LESSON)/obj/asm/$(DIR_1)/switch_context.o \
 	    $(filter-out %/switch_context.o,$(call objects,$(LAST_LESSON),$(filter %.S,$(call stage_lib,$(LAST_LESSON)))))
 
+# The course as pages (build/docs/index.html): each lesson's README, then its reading order's
+# files with their comments as prose beside the code, and the stage diffs.
+docs:
+	@scripts/docs.py --out $(BUILD_DIR)/docs $(foreach n,$(LESSONS),--stage "$(call stage_files,$(n))")
+
+# The pages parse, every link and anchor resolves, no comment or code line is lost; then a
+# headless Chromium renders them (skipped without chromium unless DOCS_REQUIRE_BROWSER=1).
+check-docs: docs
+	@scripts/check-docs.py $(BUILD_DIR)/docs
+	@scripts/docs-browser-check.py $(BUILD_DIR)/docs
+
 # gdb's `bt` inside a fiber must end at context_trampoline (skipped without gdb).
 check-backtrace: lesson2
 	@scripts/check-gdb-backtrace.sh $(OUT)/lesson2/demo
@@ -491,4 +502,9 @@ help:
 	@echo "                      on lesson 2's demo, live and from a core file"
 	@echo "make check-echo-server  echo a line through each stage's echo_server (and cluster_echo,"
 	@echo "                      co_echo_server), stop it with SIGINT"
+	@echo "make docs             the course as pages, prose beside code: open build/docs/index.html"
+	@echo "                      (a few seconds)"
+	@echo "make check-docs       make docs, then check every page, link, comment and code line, and"
+	@echo "                      render pages in headless Chromium (about 15 s; DOCS_REQUIRE_BROWSER=1:"
+	@echo "                      fail if chromium is not installed)"
 	@echo "make clean            remove build/"

@@ -1,5 +1,7 @@
 # lessons.py — what the tree says about lessons: which lesson a path belongs to, and
 # which lines of a source file are code. Shared by the checks and stage.py.
+import glob
+import os
 import re
 
 # asm/NN-*/, include/NN-*/, src/NN-*/, lessons/NN-*/ and tests/LNN_*, tests/bench/LNN_*.
@@ -71,3 +73,46 @@ def code_text(path):
 
 def comment_text(path):
     return "\n".join(t for kind, t in segments(_read(path)) if kind == "comment")
+
+
+def lesson_folders(number):
+    """The folders lesson N's files live in, as listed in the tree: lessons/NN-*/ first."""
+    folders = []
+    for pattern in ("lessons/%02d-*/", "include/%02d-*/fib/", "src/%02d-*/", "asm/%02d-*/"):
+        folders += sorted(glob.glob(pattern % number))
+    return folders
+
+
+_FILE_SPAN = re.compile(r"`([\w./-]*?)(?:\{([\w,]+)\})?(\.[A-Za-z]+)?`")
+_SOURCE_EXT = (".cpp", ".hpp", ".h", ".S", ".py", ".sh")
+
+
+def _expand(span_match):
+    """`a.{hpp,cpp}` -> a.hpp, a.cpp; `a.cpp` -> a.cpp."""
+    stem, braces, ext = span_match.groups()
+    names = [stem + b for b in braces.split(",")] if braces else [stem + (ext or "")]
+    return [n for n in names if n.endswith(_SOURCE_EXT)]
+
+
+def reading_order(readme, number):
+    """The "## Reading order" list of lesson N's README: a list of (item text, files), each
+    file a path from the top of the tree. A bare name is looked for beside the file named
+    before it, then in the lesson's folders; the first folder that has it wins."""
+    text = _read(readme)
+    start = text.find("\n## Reading order")
+    section = text[start:text.find("\n## ", start + 1)]
+    items = re.split(r"\n(?=\d+\. )", section)[1:]
+    order, previous = [], None
+    for item in items:
+        files = []
+        for span in _FILE_SPAN.finditer(item):
+            for name in _expand(span):
+                places = [name] if "/" in name else []
+                places += [os.path.join(os.path.dirname(previous), name)] if previous else []
+                places += [os.path.join(folder, name) for folder in lesson_folders(number)]
+                found = next((p for p in places if os.path.isfile(p)), None)
+                if found:
+                    files.append(found)
+                    previous = found
+        order.append((" ".join(item.split()), files))
+    return order

@@ -90,8 +90,9 @@ def read_lines(path):
         return f.readlines()
 
 
-def diff(stage_files, previous_files):
-    stage, previous = stage_files.split(), previous_files.split()
+def changes(stage, previous):
+    """What stage N's files change against stage N-1's: (number, replacing, added), where
+    replacing lists (earlier file, file) and added lists (None, file)."""
     number = max(lesson_of(f) for f in stage)
     replaced = {library_name(f): f for f in previous if library_name(f)}
     added, replacing = [], []
@@ -100,6 +101,25 @@ def diff(stage_files, previous_files):
             continue
         earlier = replaced.get(library_name(path)) if library_name(path) else None
         (replacing if earlier else added).append((earlier, path))
+    return number, replacing, added
+
+
+def file_diff(number, earlier, path):
+    """The unified diff of one file against the one it replaces (or /dev/null), as lines."""
+    return list(difflib.unified_diff(
+        read_lines(earlier), read_lines(path),
+        fromfile=f"stage {number - 1}: {earlier or '/dev/null'}", tofile=f"stage {number}: {path}"))
+
+
+def added_lines(earlier, path):
+    """The numbers (from 1) of the lines of `path` that the file it replaces lacks."""
+    matcher = difflib.SequenceMatcher(None, read_lines(earlier), read_lines(path), autojunk=False)
+    return {j + 1 for tag, _, _, j1, j2 in matcher.get_opcodes() if tag in ("insert", "replace")
+            for j in range(j1, j2)}
+
+
+def diff(stage_files, previous_files):
+    number, replacing, added = changes(stage_files.split(), previous_files.split())
     print(f"# diff-lesson{number}: stage {number} against stage {number - 1}: "
           f"{len(added)} files added, {len(replacing)} replaced")
     for earlier, path in replacing:
@@ -107,9 +127,7 @@ def diff(stage_files, previous_files):
     for _, path in added:
         print(f"#   {path} is new")
     for earlier, path in replacing + added:
-        sys.stdout.writelines(difflib.unified_diff(
-            read_lines(earlier), read_lines(path),
-            fromfile=f"stage {number - 1}: {earlier or '/dev/null'}", tofile=f"stage {number}: {path}"))
+        sys.stdout.writelines(file_diff(number, earlier, path))
     return 0
 
 
