@@ -12,7 +12,7 @@
 //     main: in wait_for_all
 //     cycle: fiber 1 (a) waits for fiber 2 (b), fiber 2 (b) waits for fiber 1 (a)
 //
-// A wait on an object with no owner (a CondVar, a Channel) names no fiber, so
+// A wait on an object with no owner (a condition variable, a queue) names no fiber, so
 // a chain through one ends there: anyone could have signalled it.
 #include <cstdio>
 
