@@ -24,6 +24,7 @@ FiberManager::FiberManager() : thread_exceptions_(thread_exception_state()) {
     std::snprintf(main_.name, sizeof main_.name, "main");
     all_.push_back(&main_);
     current_ = this;
+    trace_ = Trace::for_new_manager(main_);
 }
 
 FiberManager::~FiberManager() {
@@ -36,11 +37,13 @@ FiberManager::~FiberManager() {
               label(*all_.next(&main_)).text);
     all_.remove(&main_);
     current_ = nullptr;
+    if (trace_) trace_->close();
 }
 
 void FiberManager::yield() {
     FiberRecord* next = ready_.pop_front();
     if (!next) return;  // nobody else is ready: carry on
+    if (trace_) [[unlikely]] trace_->yield(*running_);
     running_->state = FiberState::Ready;
     ready_.push_back(running_);
     switch_to(next);
@@ -49,6 +52,7 @@ void FiberManager::yield() {
 void FiberManager::park(WaitSite site) {
     running_->state = FiberState::Blocked;
     running_->waiting_for = site;
+    if (trace_) [[unlikely]] trace_->park(*running_, site);
     switch_to(next_or_deadlock());
 }
 
@@ -58,6 +62,7 @@ void FiberManager::wake(FiberRecord* fiber) {
     fiber->state = FiberState::Ready;
     fiber->waiting_for = WaitSite{};
     ready_.push_back(fiber);
+    if (trace_) [[unlikely]] trace_->wake(*fiber, *running_);
 }
 
 FiberRecord* FiberManager::next_or_deadlock() {
