@@ -340,14 +340,14 @@ $(foreach n,$(LESSONS),$(if $(filter echo_server,$(call stage_programs,$(n))),$(
 # TIMELINE_N: the rows and the window to draw (microseconds from the first event of a kind).
 TIMELINE_LESSONS := 2 3 4 5 6 7 8 9 10
 TIMELINE_2  := --fibers 3 --start-at parked --from -2 --until 10
-TIMELINE_3  := --fibers 8 --start-at spawn --until 400
-TIMELINE_4  := --fibers 8 --start-at spawn --until 3000
-TIMELINE_5  := --fibers 8 --start-at spawn --until 3000
-TIMELINE_6  := --fibers 10 --start-at spawn --until 400000
-TIMELINE_7  := --fibers 8 --start-at spawn --until 2000
-TIMELINE_8  := --fibers 8 --start-at spawn --until 200000
-TIMELINE_9  := --fibers 10 --start-at spawn --until 20000
-TIMELINE_10 := --fibers 10 --start-at spawn --until 3000
+TIMELINE_3  := --fibers 4
+TIMELINE_4  := --fibers 10 --start-at spawn --from -20
+TIMELINE_5  := --managers 2 --fibers 10 --start-at spawn --until 2000
+TIMELINE_6  := --managers 1 --start-at spawn --from -20
+TIMELINE_7  := --managers 3 --start-at spawn --from -5
+TIMELINE_8  := --fibers 8 --start-at spawn --from -50
+TIMELINE_9  := --managers 1,2 --start-at spawn --from -50
+TIMELINE_10 := --fibers 12 --start-at spawn --from -20
 
 define TIMELINE_STAGE
 .PHONY: timeline-lesson$(1)

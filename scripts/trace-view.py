@@ -2,13 +2,14 @@
 # trace-view.py — lesson 2: a FIB_TRACE file as a timeline you can put in a README (SVG or HTML).
 #
 #   trace-view.py TRACE.json -o timeline.svg [--fibers N] [--from US] [--until US]
-#                 [--start-at NAME] [--title T]
+#                 [--start-at NAME] [--managers 1,2] [--title T]
 #
 # One row per fiber (its id and name), coloured by state: running, ready (in the
 # ready queue) or parked (blocked; its wait site and waker on hover, as SVG
 # <title> elements). A layer's spans (the Waiter's polls) are drawn as a band
 # on their fiber's row, a wake as a tick, and a time axis in microseconds runs
-# along the top. --fibers keeps the first N rows, --from/--until a window of
+# along the top. --managers keeps the fibers of those managers (1 is the
+# process's first), --fibers the first N rows, --from/--until a window of
 # time (microseconds since the trace began; with --start-at, since the first
 # event named or classed NAME: spawn, wake, parked, poll, ..., which does not
 # move with the program's start-up). -o out.html wraps the SVG in a page.
@@ -73,11 +74,12 @@ class Plot:
 
 def coalesce(slices, plot):
     """Adjacent slices of one colour that touch on screen become one rectangle
-    (a tooltip then lists how many): keeps a long trace's SVG small."""
+    (a tooltip then lists how many), and one too thin to see widens the one
+    before it: keeps a long trace's SVG small."""
     merged = []
     for event in sorted(slices, key=lambda e: e["ts"]):
         x0, x1 = plot.x(event["ts"]), plot.x(event["ts"] + event["dur"])
-        if x1 - x0 < 0.05 and merged and merged[-1]["cat"] == event["cat"]:
+        if x1 - x0 < 0.25 and merged and x0 - merged[-1]["x1"] < 0.3:  # too thin to see
             merged[-1]["x1"] = max(merged[-1]["x1"], x1)
             merged[-1]["count"] += 1
             continue
@@ -90,8 +92,9 @@ def coalesce(slices, plot):
     return merged
 
 
-def render(events, title, fibers, window_from, window_until, start_at):
-    rows = rows_of(events)[:fibers] if fibers else rows_of(events)
+def render(events, title, fibers, window_from, window_until, start_at, managers):
+    rows = [row for row in rows_of(events) if not managers or row[0][0] in managers]
+    rows = rows[:fibers] if fibers else rows
     wanted = {key for key, _ in rows}
     timed = [e for e in events if e.get("ph") in ("X", "i") and (e["pid"], e["tid"]) in wanted]
     last = max((e["ts"] + e.get("dur", 0) for e in timed), default=1.0)
@@ -184,10 +187,11 @@ def main(argv):
     parser.add_argument("--until", dest="window_until", type=float, help="window end, microseconds")
     parser.add_argument("--start-at", metavar="NAME",
                         help="--from and --until count from the first event named or classed NAME")
+    parser.add_argument("--managers", help="comma-separated manager numbers to show")
     parser.add_argument("--title", default="fiber timeline")
     args = parser.parse_args(argv)
     svg = render(load(args.trace), args.title, args.fibers, args.window_from, args.window_until,
-                 args.start_at)
+                 args.start_at, {int(n) for n in args.managers.split(",")} if args.managers else None)
     if args.output.endswith(".html"):
         svg = (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{escape(args.title)}</title>"
                f"</head><body>\n{svg}\n</body></html>")
