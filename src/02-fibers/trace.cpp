@@ -23,8 +23,10 @@ struct Registry {
     std::uint64_t origin_ns = 0;  // time 0 of the file: when the first trace began
 };
 
+// Never destroyed: a manager that outlives exit's start (a static one, one on
+// another thread) may still record, and its Trace stays reachable from here.
 Registry& registry() {
-    static Registry instance;
+    static Registry& instance = *new Registry;
     return instance;
 }
 
