@@ -6,7 +6,7 @@
 // may add spans of its own to the running fiber's track (begin/end). Events go
 // into a buffer of this manager's own, capped at FIB_TRACE_EVENTS (1,000,000
 // by default; the rest are counted as dropped). At exit every manager's buffer
-// is written to the one file as Chrome trace-event JSON (trace_json.cpp): one
+// is written to the one file as Chrome trace-event JSON (trace_json.hpp): one
 // track per fiber, its running, ready and parked spans as slices.
 //
 // Without FIB_TRACE the manager's pointer to its Trace stays null, and each
@@ -68,7 +68,7 @@ public:
     // The manager is gone: its fibers' last spans end now.
     void close();
 
-    // For the writer (trace_json.cpp).
+    // For the writer (trace_json.hpp).
     int ordinal() const { return ordinal_; }
     int thread_id() const { return thread_id_; }
     std::uint64_t closed_ns() const { return closed_ns_; }
@@ -94,7 +94,8 @@ private:
 // The monotonic clock in nanoseconds, as every event's time.
 std::uint64_t trace_now_ns();
 
-// trace_json.cpp: every trace of the process, as trace-event JSON, to `path`.
+// trace_json.cpp: every trace of the process, as trace-event JSON, to `path`
+// (trace_json.hpp, trace_replay.cpp).
 bool write_trace_json(const char* path, const std::vector<Trace*>& traces, std::uint64_t origin_ns);
 
 }  // namespace fib
