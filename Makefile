@@ -340,6 +340,31 @@ endef
 $(foreach n,$(LESSONS),$(if $(filter echo_server,$(call stage_programs,$(n))),$(eval $(call ECHO_SERVER_STAGE,$(n)))))
 
 
+# ---- Timelines ------------------------------------------------------------------------------
+# make timeline-lessonN runs stage N's demo with FIB_TRACE set (lesson 2's trace.hpp) and draws
+# the trace with scripts/trace-view.py into lessons/NN-*/timeline.svg, which its README shows.
+# TIMELINE_N: the rows and the window to draw (microseconds from the first event of a kind).
+TIMELINE_LESSONS := 2 3 4 5 6 7 8 9 10
+TIMELINE_2  := --fibers 3 --start-at parked --from -2 --until 10
+TIMELINE_3  := --fibers 4
+TIMELINE_4  := --fibers 10 --start-at spawn --from -20
+TIMELINE_5  := --managers 2 --fibers 10 --start-at spawn --until 2000
+TIMELINE_6  := --managers 1 --start-at spawn --from -20
+TIMELINE_7  := --managers 3 --start-at spawn --from -5
+TIMELINE_8  := --fibers 8 --start-at spawn --from -50
+TIMELINE_9  := --managers 1,2 --start-at spawn --from -50
+TIMELINE_10 := --fibers 12 --start-at spawn --from -20
+
+define TIMELINE_STAGE
+.PHONY: timeline-lesson$(1)
+timeline-lesson$(1): lesson$(1)
+	FIB_TRACE=$(OUT)/lesson$(1)/trace.json $(OUT)/lesson$(1)/demo > /dev/null
+	scripts/trace-view.py $(OUT)/lesson$(1)/trace.json -o lessons/$(DIR_$(1))/timeline.svg \
+	    --title "Lesson $(1): make timeline-lesson$(1)" $(TIMELINE_$(1))
+endef
+$(foreach n,$(TIMELINE_LESSONS),$(eval $(call TIMELINE_STAGE,$(n))))
+.PHONY: timelines
+timelines: $(addprefix timeline-lesson,$(TIMELINE_LESSONS))
 
 # ---- Exercises -------------------------------------------------------------------------------
 # A "build it" exercise K of lesson N has a suite, tests/exercises/LNN_exK_<name>_test.cpp,
@@ -481,6 +506,9 @@ help:
 	@echo "                      offloaded (N >= 8; about 10 s)"
 	@echo "make bench-cluster-lessonN  stage N's cluster_echo with 1 and 2 threads, at three CPU"
 	@echo "                      costs per read (N >= 9; about 20 s)"
+	@echo "make timeline-lessonN stage N's demo traced (FIB_TRACE), drawn into lessons/NN-*/timeline.svg"
+	@echo "                      by scripts/trace-view.py (N >= 2; lesson 2's TRACE.md says how)"
+	@echo "make timelines        every stage's timeline.svg"
 	@echo "make run              start the last stage's echo server on 127.0.0.1:8001"
 	@echo "make test             check the tree's layering, then every test of every stage"
 	@echo "                      (make -j2 test: about 9 min, building every stage)"

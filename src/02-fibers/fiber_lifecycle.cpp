@@ -12,6 +12,7 @@ void FiberManager::start(FiberRecord* fiber) {
     ++spawned_;
     fiber->state = FiberState::Ready;
     ready_.push_back(fiber);
+    if (trace_) [[unlikely]] trace_->spawn(*fiber, *running_);
 }
 
 // The joiner parks until the fiber's end wakes it (exit_running), then

@@ -27,6 +27,7 @@ FiberManager::FiberManager() : thread_exceptions_(thread_exception_state()) {
     shuffled_ = schedule_seed(&shuffle_state_);
     current_ = this;
     enlist();
+    trace_ = Trace::for_new_manager(main_);
 }
 
 FiberManager::~FiberManager() {
@@ -40,11 +41,13 @@ FiberManager::~FiberManager() {
     all_.remove(&main_);
     delist();
     current_ = nullptr;
+    if (trace_) trace_->close();
 }
 
 void FiberManager::yield() {
     FiberRecord* next = take_next();
     if (!next) return;  // nobody else is ready: carry on
+    if (trace_) [[unlikely]] trace_->yield(*running_);
     running_->state = FiberState::Ready;
     ready_.push_back(running_);
     switch_to(next);
@@ -53,6 +56,7 @@ void FiberManager::yield() {
 void FiberManager::park(WaitSite site) {
     running_->state = FiberState::Blocked;
     running_->waiting_for = site;
+    if (trace_) [[unlikely]] trace_->park(*running_, site);
     switch_to(next_or_deadlock());
 }
 
@@ -62,6 +66,7 @@ void FiberManager::wake(FiberRecord* fiber) {
     fiber->state = FiberState::Ready;
     fiber->waiting_for = WaitSite{};
     ready_.push_back(fiber);
+    if (trace_) [[unlikely]] trace_->wake(*fiber, *running_);
 }
 
 // Every fiber that runs next comes from here. Unless FIB_SCHEDULE_SEED is set

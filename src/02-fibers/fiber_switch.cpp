@@ -27,6 +27,7 @@ void FiberManager::switch_to(FiberRecord* next) {
     running_ = next;
     switched_from_ = self;
     ++switches_;
+    if (trace_) [[unlikely]] trace_->run(*next);
     // A finished fiber never resumes: nullptr lets ASan drop its fake frames at
     // once, so from here on nothing may touch an address-taken local of self's
     // (this function and exit_running have none).
@@ -80,6 +81,7 @@ void FiberManager::exit_running() {
     FiberRecord* self = running_;
     self->state = FiberState::Finished;
     ++finished_;
+    if (trace_) [[unlikely]] trace_->end(*self);
     if (self->detached) {
         if (self->exception) report_escaped_exception(*self);
         dead_ = self;

@@ -54,7 +54,9 @@ void Waiter::run() {
         ++stats_.polls;
         if (timeout != 0 && !last_look) ++stats_.blocking_polls;
         ready_.clear();
+        manager_.trace_begin("poll", "timeout_ms", last_look ? 0 : timeout);
         poller_->wait(last_look ? 0 : timeout, ready_);
+        manager_.trace_end("ready", static_cast<std::int64_t>(ready_.size()));
         if (last_look && ready_.empty()) report_stuck_waits();
         wake_ready();
         manager_.yield();

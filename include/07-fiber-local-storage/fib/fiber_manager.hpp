@@ -29,6 +29,7 @@
 #include "fib/intrusive_list.hpp"
 #include "fib/overflow_guard.hpp"
 #include "fib/stack_pool.hpp"
+#include "fib/trace.hpp"
 
 namespace fib {
 
@@ -72,6 +73,15 @@ public:
     FiberRecord* running() const { return running_; }
     std::size_t ready_count() const { return ready_.size(); }
     ManagerStats stats() const;
+
+    // Tracing (trace.hpp): null unless FIB_TRACE is set. A layer above can mark
+    // a span of the running fiber's work (what it waits in, say) on its track.
+    void trace_begin(const char* what, const char* arg_name, std::int64_t arg) {
+        if (trace_) [[unlikely]] trace_->begin(*running_, what, arg_name, arg);
+    }
+    void trace_end(const char* result_name, std::int64_t result) {
+        if (trace_) [[unlikely]] trace_->end_span(*running_, result_name, result);
+    }
 
     // Blocking, for join() and for any synchronisation built on top: park()
     // blocks the running fiber until some other fiber calls wake() on it; `site`
@@ -134,6 +144,7 @@ private:
     std::uint64_t spawned_ = 0;
     std::uint64_t finished_ = 0;
     std::uint64_t switches_ = 0;
+    Trace* trace_ = nullptr;  // null unless FIB_TRACE is set (trace.hpp)
     bool main_waits_for_all_ = false;
     bool shuffled_ = false;               // FIB_SCHEDULE_SEED is set (shuffle.hpp)
     std::uint64_t shuffle_state_ = 0;     // the seeded sequence's state

@@ -1,0 +1,101 @@
+// trace.hpp — lesson 2: an optional timeline of a manager's fibers, written at exit for Perfetto.
+//
+// With FIB_TRACE=path in the environment, each FiberManager gets a Trace and
+// tells it every step of its fibers' lives: spawned, run (switched in),
+// yielded, parked (with its WaitSite), woken (by whom), ended. A layer above
+// may add spans of its own to the running fiber's track (begin/end). Events go
+// into a buffer of this manager's own, capped at FIB_TRACE_EVENTS (1,000,000
+// by default; the rest are counted as dropped). At exit every manager's buffer
+// is written to the one file as Chrome trace-event JSON (trace_json.hpp): one
+// track per fiber, its running, ready and parked spans as slices.
+//
+// Without FIB_TRACE the manager's pointer to its Trace stays null, and each
+// hook costs one predictable branch:
+//
+//   if (trace_) [[unlikely]] trace_->yield(*running_);
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "fib/fiber_record.hpp"
+
+namespace fib {
+
+enum class TraceKind : std::uint8_t { Spawn, Run, Yield, Park, Wake, End, SpanBegin, SpanEnd };
+
+// One step. What `value`, `text` and `object` hold depends on the kind:
+//   Spawn: value = the spawner's id         Wake: value = the waker's id
+//   Park: text = the site's what, value = the id of the fiber waited for (-1: none),
+//         object = the object waited on
+//   SpanBegin: text = the span's name, object = an argument's name, value = its value
+//   SpanEnd: object = a result's name, value = the result
+// Every text is a string literal, as every WaitSite's `what` is: it is read at exit.
+struct TraceEvent {
+    std::uint64_t time_ns;
+    std::uint64_t fiber;
+    std::int64_t value;
+    const char* text;
+    const void* object;
+    TraceKind kind;
+};
+
+// A fiber's name as it was when it was spawned (its record may be gone at exit).
+struct TraceName {
+    std::uint64_t fiber;
+    char name[32];
+};
+
+class Trace {
+public:
+    // A Trace for a new manager whose main fiber is `main`, kept until exit
+    // (where it is written), or nullptr when FIB_TRACE is not set.
+    static Trace* for_new_manager(const FiberRecord& main);
+
+    void spawn(const FiberRecord& fiber, const FiberRecord& by);
+    void run(const FiberRecord& fiber) { add(TraceKind::Run, fiber.id, 0); }
+    void yield(const FiberRecord& fiber) { add(TraceKind::Yield, fiber.id, 0); }
+    void park(const FiberRecord& fiber, const WaitSite& site);
+    void wake(const FiberRecord& fiber, const FiberRecord& by) { add(TraceKind::Wake, fiber.id, by.id); }
+    void end(const FiberRecord& fiber) { add(TraceKind::End, fiber.id, 0); }
+    void begin(const FiberRecord& fiber, const char* what, const char* arg_name, std::int64_t arg) {
+        add(TraceKind::SpanBegin, fiber.id, arg, what, arg_name);
+    }
+    void end_span(const FiberRecord& fiber, const char* result_name, std::int64_t result) {
+        add(TraceKind::SpanEnd, fiber.id, result, nullptr, result_name);
+    }
+    // The manager is gone: its fibers' last spans end now.
+    void close();
+
+    // For the writer (trace_json.hpp).
+    int ordinal() const { return ordinal_; }
+    int thread_id() const { return thread_id_; }
+    std::uint64_t closed_ns() const { return closed_ns_; }
+    std::uint64_t dropped() const { return dropped_; }
+    const std::vector<TraceEvent>& events() const { return events_; }
+    const std::vector<TraceName>& names() const { return names_; }
+
+private:
+    Trace(int ordinal, std::size_t capacity);
+    void add(TraceKind kind, std::uint64_t fiber, std::int64_t value, const char* text = nullptr,
+             const void* object = nullptr);
+    void name(const FiberRecord& fiber);
+
+    int ordinal_;           // 1 for the process's first traced manager, 2 for the next, ...
+    int thread_id_;         // the manager's thread (gettid)
+    std::size_t capacity_;  // FIB_TRACE_EVENTS
+    std::uint64_t closed_ns_ = 0;
+    std::uint64_t dropped_ = 0;
+    std::vector<TraceEvent> events_;
+    std::vector<TraceName> names_;
+};
+
+// The monotonic clock in nanoseconds, as every event's time.
+std::uint64_t trace_now_ns();
+
+// trace_json.cpp: every trace of the process, as trace-event JSON, to `path`
+// (trace_json.hpp, trace_replay.cpp).
+bool write_trace_json(const char* path, const std::vector<Trace*>& traces, std::uint64_t origin_ns);
+
+}  // namespace fib
