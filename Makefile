@@ -507,7 +507,7 @@ help:
 	@echo "make bench-cluster-lessonN  stage N's cluster_echo with 1 and 2 threads, at three CPU"
 	@echo "                      costs per read (N >= 9; about 20 s)"
 	@echo "make timeline-lessonN stage N's demo traced (FIB_TRACE), drawn into lessons/NN-*/timeline.svg"
-	@echo "                      by scripts/trace-view.py (N >= 2; lesson 2's TRACE.md says how)"
+	@echo "                      by scripts/trace-view.py (N >= 2; lesson 2's APPENDIX.md says how)"
 	@echo "make timelines        every stage's timeline.svg"
 	@echo "make run              start the last stage's echo server on 127.0.0.1:8001"
 	@echo "make test             check the tree's layering, then every test of every stage"

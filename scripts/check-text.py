@@ -17,8 +17,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TEXTS = ["README.md"] + sorted(glob.glob("lessons/*/README.md")) + sorted(glob.glob("lessons/*/APPENDIX.md")) + \
-    sorted(glob.glob("lessons/*/TRACE.md"))
+TEXTS = ["README.md"] + sorted(glob.glob("lessons/*/README.md")) + sorted(glob.glob("lessons/*/APPENDIX.md"))
 CODE_DIRS = ["asm", "include", "src", "lessons", "tests", "scripts"]
 CODE_EXT = (".cpp", ".hpp", ".h", ".S", ".py", ".sh")
 
