@@ -1,11 +1,14 @@
 // L06_chat_test.cpp — lesson 6: the chat server's lines, byte for byte, over loopback sockets.
 // 50 clients each get every other client's lines exactly, in each sender's order; the welcome and
 // the join and leave notices are exact; empty lines are not relayed, long ones are cut at 4 KiB;
-// a client leaving mid-line is not heard. The slow reader, the idle room and the stop are in
+// a client leaving mid-line is not heard; taking the outbox resets the mail, so a member whose
+// client keeps sending still parks. The slow reader, the idle room and the stop are in
 // tests/L06_chat_slow_test.cpp; the helpers both use are in tests/L06_chat_harness.hpp.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -204,6 +207,38 @@ TEST(L06_Chat, LineSplitterCutsTheSameLinesHoweverTheBytesArrive) {
         joined_lines += line;
     }
     EXPECT_EQ(joined_lines, text_bytes);
+}
+
+// A member's fiber sends its outbox at the top of its loop, then waits on its socket and its
+// mail, socket first; when the socket wins, the outbox is sent all the same, so taking it must
+// reset the mail too. A mail left set makes the next wait_any return at once, with the socket
+// again, and again: the fiber of a client that never stops sending never parks, and on the
+// server's thread no other member, no timer and no write deadline runs (the floods of
+// L06_ChatHostile then went on for a gigabyte). One turn of that loop with the socket readable:
+// the mail is clear, the wait parks, and the fiber queued behind it runs first.
+TEST(L06_Chat, TakingTheOutboxResetsTheMailSoAMemberWhoseClientKeepsSendingStillParks) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    int ends[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, ends), 0);
+    const fib::UniqueFd server_end(ends[0]), client_end(ends[1]);
+    ChatRoom room;
+    ChatMember member(1, server_end.get());
+    room.join(member);  // the welcome: the outbox is no longer empty, and the mail is set
+    ASSERT_TRUE(member.mail().flag_set());
+    ASSERT_EQ(::send(client_end.get(), "hi\n", 3, MSG_NOSIGNAL), 3);  // the socket wins
+    ASSERT_TRUE(member.send_outbox(std::chrono::seconds(1)));
+    EXPECT_FALSE(member.mail().flag_set());
+    bool other_ran = false;
+    fib::Fiber other([&] { other_ran = true; });
+    const fib::Source sources[] = {{member.socket(), POLLIN}, member.mail()};
+    EXPECT_EQ(fib::wait_any(sources).index, 0);
+    EXPECT_TRUE(other_ran);
+    other.join();
+    char sent[64] = {};
+    EXPECT_EQ(::recv(client_end.get(), sent, sizeof sent, 0), ssize_t(welcome(1, 1).size()));
+    EXPECT_EQ(std::string(sent), welcome(1, 1));
+    room.leave(member);
 }
 
 }  // namespace

@@ -36,8 +36,16 @@ bool ChatMember::deliver(std::string_view line) {
 // room can go on filling the (now empty) outbox while send_all() waits for a
 // slow client, without ever moving the bytes being sent. Both keep their
 // capacity: after the first batches, sending allocates nothing.
+//
+// Taking the outbox resets the mail, whatever woke the fiber. A mail left set
+// after the socket won would make every later wait_any return at once, so the
+// fiber of a client that keeps sending would never park: it would read on and
+// on, holding the thread, and no other member, no timer and so no write
+// deadline would run. Checked by
+// L06_Chat.TakingTheOutboxResetsTheMailSoAMemberWhoseClientKeepsSendingStillParks.
 bool ChatMember::send_outbox(fib::Clock::duration timeout) {
     if (outbox_.empty()) return true;
+    mail_.try_wait();
     in_flight_.swap(outbox_);
     if (dropped_ > 0) {
         char notice[80];

@@ -69,8 +69,9 @@ public:
     bool deliver(std::string_view line);
 
     // The fiber's side: takes what the outbox holds (with a notice of lines
-    // dropped, if any) and sends it, blocking this fiber only. One batch per
-    // call, so that the fiber also gets to read its client between batches.
+    // dropped, if any), resets the mail, and sends it, blocking this fiber
+    // only. One batch per call, so that the fiber also gets to read its client
+    // between batches.
     // False if the send failed (errno says why: ETIMEDOUT when the client did
     // not take the whole batch within `timeout`).
     bool send_outbox(fib::Clock::duration timeout);

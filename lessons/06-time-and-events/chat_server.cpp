@@ -67,12 +67,10 @@ int ChatServer::chat_until_closed(ChatMember& member, std::uint64_t& said) {
             idle_closed_.fetch_add(1, std::memory_order_relaxed);
             return ETIMEDOUT;
         }
-        // Mail: reset it, then send. No line can slip by unnoticed: the send
-        // empties the outbox, so a line queued after it sets the mail again.
-        if (ready.index == 1) {
-            member.mail().try_wait();
-            continue;
-        }
+        // Mail: send. send_outbox() resets the mail as it takes the outbox, so
+        // no line can slip by unnoticed (a line queued after it sets the mail
+        // again), and none stays set after the socket won.
+        if (ready.index == 1) continue;
         const ssize_t received = fib::io::read(member.socket(), buffer, sizeof buffer);
         if (received <= 0) return received < 0 ? errno : 0;
         idle_deadline = fib::deadline_after(options_.idle_timeout);

@@ -104,10 +104,7 @@ int ChatCluster::Server::chat_until_closed(ChatMember& member) {
         const fib::Source sources[] = {{member.socket(), POLLIN}, member.mail()};
         const fib::Ready ready = fib::wait_any(sources);
         if (ready.cancelled()) return ECANCELED;
-        if (ready.index == 1) {
-            member.mail().try_wait();
-            continue;
-        }
+        if (ready.index == 1) continue;  // send_outbox() resets the mail
         const ssize_t received = fib::io::read(member.socket(), buffer, sizeof buffer);
         if (received <= 0) return received < 0 ? errno : 0;
         bool stopped = false;
