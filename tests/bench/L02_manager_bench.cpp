@@ -24,8 +24,8 @@
 namespace bench {
 namespace {
 
-Summary yield_each(long operations) {
-    fib::FiberManager manager;
+// Two fibers of `manager` yielding to each other.
+Summary yields_on(fib::FiberManager& manager, long operations) {
     return ns_per_op(operations, [&manager](long count) {
         auto yielder = [&manager, count] {
             for (long i = 0; i < count / 2; ++i) manager.yield();
@@ -34,6 +34,11 @@ Summary yield_each(long operations) {
         a.join();
         b.join();
     });
+}
+
+Summary yield_each(long operations) {
+    fib::FiberManager manager;
+    return yields_on(manager, operations);
 }
 
 // Only this manager is traced: the variables are set around its creation.
@@ -45,14 +50,7 @@ Summary traced_yield_each(long operations) {
     fib::FiberManager manager;
     unsetenv("FIB_TRACE");
     unsetenv("FIB_TRACE_EVENTS");
-    return ns_per_op(operations, [&manager](long count) {
-        auto yielder = [&manager, count] {
-            for (long i = 0; i < count / 2; ++i) manager.yield();
-        };
-        fib::Fiber a(yielder), b(yielder);
-        a.join();
-        b.join();
-    });
+    return yields_on(manager, operations);
 }
 
 Summary spawn_join_each(long operations) {
