@@ -47,7 +47,6 @@ FiberManager::~FiberManager() {
 void FiberManager::yield() {
     FiberRecord* next = take_next();
     if (!next) return;  // nobody else is ready: carry on
-    if (trace_) [[unlikely]] trace_->yield(*running_);
     running_->state = FiberState::Ready;
     ready_.push_back(running_);
     switch_to(next);
@@ -56,7 +55,6 @@ void FiberManager::yield() {
 void FiberManager::park(WaitSite site) {
     running_->state = FiberState::Blocked;
     running_->waiting_for = site;
-    if (trace_) [[unlikely]] trace_->park(*running_, site);
     switch_to(next_or_deadlock());
 }
 

@@ -27,7 +27,7 @@ void FiberManager::switch_to(FiberRecord* next) {
     running_ = next;
     switched_from_ = self;
     ++switches_;
-    if (trace_) [[unlikely]] trace_->run(*next);
+    if (trace_) [[unlikely]] trace_->switched(*self, *next);
     // A finished fiber never resumes: nullptr lets ASan drop its fake frames at
     // once, so from here on nothing may touch an address-taken local of self's
     // (this function and exit_running have none).

@@ -73,8 +73,14 @@ Trace* Trace::for_new_manager(const FiberRecord& main) {
         all.traces.push_back(trace);
     }
     trace->name(main);
-    trace->run(main);
+    trace->add(TraceKind::Run, main.id, 0);  // main is running as the manager begins
     return trace;
+}
+
+void Trace::switched(const FiberRecord& from, const FiberRecord& to) {
+    if (from.state == FiberState::Ready) add(TraceKind::Yield, from.id, 0);
+    if (from.state == FiberState::Blocked) park(from, from.waiting_for);
+    add(TraceKind::Run, to.id, 0);
 }
 
 Trace::Trace(int ordinal, std::size_t capacity)

@@ -12,7 +12,7 @@
 // Without FIB_TRACE the manager's pointer to its Trace stays null, and each
 // hook costs one predictable branch:
 //
-//   if (trace_) [[unlikely]] trace_->yield(*running_);
+//   if (trace_) [[unlikely]] trace_->switched(*self, *next);
 #pragma once
 
 #include <cstddef>
@@ -54,8 +54,11 @@ public:
     static Trace* for_new_manager(const FiberRecord& main);
 
     void spawn(const FiberRecord& fiber, const FiberRecord& by);
-    void run(const FiberRecord& fiber) { add(TraceKind::Run, fiber.id, 0); }
-    void yield(const FiberRecord& fiber) { add(TraceKind::Yield, fiber.id, 0); }
+    // One hook per switch, in switch_to: `from` yielded (it is Ready again) or
+    // parked (Blocked, its WaitSite says on what), or it ended (End was told
+    // already), and `to` runs. One branch on the switch path, not one per cause.
+    // Out of line, so that the switch path holds only the branch and a call.
+    void switched(const FiberRecord& from, const FiberRecord& to);
     void park(const FiberRecord& fiber, const WaitSite& site);
     void wake(const FiberRecord& fiber, const FiberRecord& by) { add(TraceKind::Wake, fiber.id, by.id); }
     void end(const FiberRecord& fiber) { add(TraceKind::End, fiber.id, 0); }
