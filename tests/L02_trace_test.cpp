@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "L02_schedule.hpp"
 #include "L02_trace_file.hpp"
 #include "fib/fiber.hpp"
 
@@ -56,6 +57,7 @@ TEST(L02_Trace, AParkedSliceNamesItsWaitSiteAndItsWaker) {
 // Each spawned fiber waits in the ready queue after its spawn and after its
 // yield or wake.
 TEST(L02_Trace, EveryRunningSpanEndsAtAYieldAParkOrAnEnd) {
+    EXPECTS_FIFO_ORDER();  // counts the steps of one interleaving
     const std::string text = run_traced(trace_path("spans"), nullptr, worker_joiner_and_main);
     EXPECT_EQ(count(text, "\"cat\":\"running\""), 6);
     EXPECT_EQ(count(text, "\"tid\":1,\"ts\""), 2 + 2 + 2);  // running, ready; spawn, end
@@ -65,6 +67,7 @@ TEST(L02_Trace, EveryRunningSpanEndsAtAYieldAParkOrAnEnd) {
 // The scenario makes 15 events: the main fiber's first run, 2 spawns, 6 runs,
 // 1 yield, 2 parks, 2 wakes, 2 ends. A buffer of 5 keeps the first 5.
 TEST(L02_Trace, AFullBufferCountsWhatItDrops) {
+    EXPECTS_FIFO_ORDER();  // counts the steps of one interleaving
     const std::string text = run_traced(trace_path("dropped"), "5", worker_joiner_and_main);
     EXPECT_EQ(count(text, "\"dropped_events\":10"), 1);
     EXPECT_EQ(instants(text), "spawn/1 spawn/2");
@@ -75,6 +78,7 @@ TEST(L02_Trace, WithoutTheVariableNothingIsWrittenOrPrinted) {
     EXPECT_EXIT(
         {
             unsetenv("FIB_TRACE");
+            unsetenv("FIB_SCHEDULE_SEED");  // its line is the one thing printed under a seed
             worker_joiner_and_main();
             std::exit(0);
         },

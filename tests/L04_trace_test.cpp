@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "L02_schedule.hpp"
 #include "L02_trace_file.hpp"
 #include "L04_waiter_harness.hpp"
 #include "fib/fiber.hpp"
@@ -41,6 +42,7 @@ void two_readers_one_poll() {
 }
 
 TEST(L04_Trace, OneBlockingPollFindsBothPipesReady) {
+    EXPECTS_FIFO_ORDER();  // counts the steps of one interleaving
     const std::string text = run_traced(trace_path("poll"), nullptr, two_readers_one_poll);
     EXPECT_EQ(count(text, "\"tid\":4,\"name\":\"thread_name\",\"args\":{\"name\":\"fiber 4 (waiter)\"}"), 1);
     EXPECT_EQ(count(text, "\"name\":\"poll\""), 1);
@@ -49,6 +51,7 @@ TEST(L04_Trace, OneBlockingPollFindsBothPipesReady) {
 }
 
 TEST(L04_Trace, AReaderParkedInWaiterWaitIsWokenByTheWaiter) {
+    EXPECTS_FIFO_ORDER();  // counts the steps of one interleaving
     const std::string text = run_traced(trace_path("reader"), nullptr, two_readers_one_poll);
     EXPECT_EQ(count(text, "\"name\":\"parked: Waiter::wait (read)\",\"cat\":\"parked\",\"args\":{\"site\":"
                           "\"Waiter::wait (read)\",\"by\":\"fiber 4 (waiter)\"}"),
