@@ -46,7 +46,7 @@ class Browser:
             [executable, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
              "--hide-scrollbars", "--remote-debugging-pipe", "--user-data-dir=" + profile, "about:blank"],
             pass_fds=sorted({3, 4, to_browser, from_browser}), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            preexec_fn=lambda: (os.dup2(to_browser, 3), os.dup2(from_browser, 4)))
+            preexec_fn=lambda: (os.dup2(to_browser, 3), os.dup2(from_browser, 4)), start_new_session=True)
         os.close(to_browser)
         os.close(from_browser)
         self.buffer, self.next_id, self.events = b"", 0, []
@@ -82,8 +82,19 @@ class Browser:
                 return event
             self.events.append(self.receive())
 
+    # Chromium's helpers (renderer, GPU, crash handler) are processes of their own that go on
+    # writing to the profile folder after the browser dies: ask the browser to close, then
+    # end the whole process group, and only then may the folder be removed.
     def close(self):
-        self.process.kill()
+        try:
+            self.call("Browser.close")
+            self.process.wait(timeout=10)
+        except (OSError, RuntimeError, subprocess.TimeoutExpired):
+            pass
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.process.wait()
 
 
@@ -137,7 +148,7 @@ def main():
         return 0
     signal.signal(signal.SIGALRM, lambda *_: sys.exit("docs-browser-check: chromium did not answer in 90 s"))
     signal.alarm(90)
-    with tempfile.TemporaryDirectory() as profile:
+    with tempfile.TemporaryDirectory(prefix="docs-browser-", ignore_cleanup_errors=True) as profile:
         browser = Browser(executable, profile)
         try:
             problems = sum((view(browser, docs, *v) for v in VIEWS), [])
