@@ -39,23 +39,28 @@ std::mutex homes_mutex;
 std::unordered_map<FiberManager*, std::shared_ptr<OffloadHome>> homes;
 
 // The job a worker runs: compute, then post the state home.
+//
+// The home must end on its own thread: its Event's eventfd is registered with
+// that thread's Waiter, and only a close there (io::close) tells the Waiter.
+// Closed on a worker, the number can come back as the next home's eventfd
+// before the Waiter polls again; the Waiter then trusts a registration the
+// kernel dropped with the old file, and the next drainer sleeps for ever (what
+// a shuffled schedule found). So the worker keeps no reference of its own: it
+// posts the state, which holds the home, and sets the Event with the inbox's
+// mutex still held. The drainer takes that mutex before it looks at the inbox,
+// so by the time it has the state, the worker is done with the home.
 struct OffloadJob final : Job {
     explicit OffloadJob(std::shared_ptr<OffloadState> s) : state(std::move(s)) {}
     void run() noexcept override {
         state->compute();
-        // The home may be emptied and dropped by its thread as soon as the
-        // state is in the inbox: keep it alive until the Event is set.
-        const std::shared_ptr<OffloadHome> home = state->home;
-        bool first;
-        {
-            const std::lock_guard<std::mutex> lock(home->mutex);
-            first = home->inbox.empty();
-            home->inbox.push_back(std::move(state));
-        }
+        OffloadHome& home = *state->home;
+        const std::lock_guard<std::mutex> lock(home.mutex);
+        const bool first = home.inbox.empty();
+        home.inbox.push_back(std::move(state));
         posted_total.fetch_add(1, std::memory_order_relaxed);
         if (first) {
             wakeups_total.fetch_add(1, std::memory_order_relaxed);
-            home->arrived.set();  // from this thread: the eventfd
+            home.arrived.set();  // from this thread: the eventfd
         }
     }
     std::shared_ptr<OffloadState> state;
