@@ -19,6 +19,8 @@ ifneq ($(shell uname -s)-$(shell uname -m),Linux-x86_64)
 $(error This course runs only on x86-64 Linux (this is $(shell uname -s) on $(shell uname -m)): its context switch is x86-64 assembly)
 endif
 
+.DEFAULT_GOAL := all
+
 # ---- The lessons ----------------------------------------------------------------------------
 LESSONS := 1 2 3 4 5 6 7 8 9 10
 DIR_1 := 01-context-switch
@@ -130,6 +132,8 @@ LAST_LESSON := $(lastword $(LESSONS))
 
 # ---- Tools and flags ------------------------------------------------------------------------
 CXX      := g++
+# Objects are compiled through ccache when it is there (see "How the build runs" below).
+COMPILE   = $(if $(CCACHE),$(CCACHE) )$(CXX)
 CXXFLAGS := -std=c++20 -O2 -g -Wall -Wextra -Werror -fstack-clash-protection
 CPPFLAGS := -MMD -MP
 LDFLAGS  :=
@@ -160,12 +164,85 @@ LDFLAGS  += -static -Wl,-u,__libc_thread_freeres
 endif
 
 # GoogleTest, from Debian's libgtest-dev; only the tests need it, and make test installs it
-# when it is missing (scripts/install-gtest.sh).
+# when it is missing (scripts/install-package.sh).
 GTEST_HEADER := $(firstword $(wildcard /usr/include/gtest/gtest.h /usr/local/include/gtest/gtest.h))
 GTEST_LIBS   := -lgtest
 # Every test binary runs under a watchdog: tests/main.cpp ends a test that runs
 # longer than FIB_TEST_TIMEOUT seconds and names it; `timeout` is the backstop.
 TEST_TIMEOUT := 1800
+
+# ---- How the build runs ---------------------------------------------------------------------
+# Stage N compiles the files of lessons 1..N again, with its own include path, so that what
+# lesson N replaces is what every earlier file sees. Most of those objects come out the same
+# as stage N-1's (no header they read was replaced in between). Three things keep the build
+# from paying for that, each kept because it was measured to pay (2-core VM, empty caches):
+# - ccache hands back an object whose preprocessed input it has compiled before: about half
+#   of `make test`'s 820 compiles. make test installs it when missing (one line says so); the
+#   build works without it, slower. The PCH below needs the sloppiness ccache's manual names.
+# - GoogleTest's header is precompiled once per build kind ($(OUT)/pch/), and every test file
+#   gets it with -include (tests/gtest_pch.hpp): parsing gtest.h was 1.4 s of each test
+#   file's 2 to 6 s.
+# - make uses every core unless told -j, and keeps each target's output together.
+# `make CCACHE= test` builds without ccache.
+ifeq ($(origin CCACHE),undefined)
+CCACHE := $(shell command -v ccache 2>/dev/null)
+ifeq ($(CCACHE)$(filter test,$(MAKECMDGOALS)),test)
+$(shell scripts/install-package.sh --optional ccache "ccache, which lets each stage reuse the objects of the stage before" >&2)
+CCACHE := $(shell command -v ccache 2>/dev/null)
+endif
+endif
+export CCACHE_SLOPPINESS := pch_defines,time_macros
+
+# Every core, unless the command line says -j. Each target's output is printed in one piece
+# (--output-sync), except when a goal runs a program in the foreground, whose output must
+# show as it comes (make run, make run-lesson4, ...).
+FOREGROUND_GOALS := run run-lesson% echo-server-lesson% bench bench-% timeline% timelines
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1) \
+             $(if $(filter $(FOREGROUND_GOALS),$(MAKECMDGOALS)),,--output-sync=target)
+
+# One short line per step, `[ 12/412] CXX   lesson6  src/06-time-and-events/timers.cpp`,
+# counted out of the steps this run has to do. The count is a dry run (make -n) of the same
+# goals, made when the first step starts, so a run with nothing to do does not pay for it.
+# V=1 prints the full commands instead; make -s prints neither. A step that fails prints its
+# full command under the compiler's messages.
+#   $(call step,TAG,STAGE,WHAT,COMMAND)
+ifeq ($(V),1)
+step = $(4)
+else ifeq ($(FIB_COUNTING_STEPS),1)
+step = : FIB_STEP; $(4)
+else
+step = @$(if $(findstring s,$(firstword -$(MAKEFLAGS))),,$(call step_line,$(1),$(2),$(3));) \
+       $(4) || { echo '$(subst ','\'',$(4))' >&2; exit 1; }
+endif
+step_line = $(eval STEPS_DONE += x)printf '[%4s/%s] %-5s %-9s %s\n' $(words $(STEPS_DONE)) $(steps_total) '$(1)' '$(2)' '$(3)'
+# A test binary's run, as one step: its line ends with how many passed (scripts/run-tests.sh).
+#   $(call run_tests,STAGE,LOG,COMMAND,NOTE)
+ifeq ($(V),1)
+run_tests = $(3)
+else ifeq ($(FIB_COUNTING_STEPS),1)
+run_tests = : FIB_STEP; $(3)
+else
+run_tests = @scripts/run-tests.sh "$(if $(findstring s,$(firstword -$(MAKEFLAGS))),TEST  $(1) $(if $(4),$(4): ),$$(printf \
+            '[%4s/%s] %-5s %-9s %s' $(eval STEPS_DONE += x)$(words $(STEPS_DONE)) $(steps_total) TEST '$(1)' '$(if $(4),$(4): )'))" \
+            $(2) env $(3)
+endif
+steps_total = $(or $(STEPS_TOTAL),$(eval STEPS_TOTAL := $(shell MAKEFLAGS= $(MAKE) -n $(make_letters) --no-print-directory \
+              $(MAKEOVERRIDES) FIB_COUNTING_STEPS=1 $(MAKECMDGOALS) 2>/dev/null | grep -c FIB_STEP))$(STEPS_TOTAL))
+make_letters = $(if $(filter-out -%,$(firstword $(MAKEFLAGS))),-$(firstword $(MAKEFLAGS)))
+comma := ,
+space := $(subst ,, )
+differ = $(filter-out $(1),$(2))$(filter-out $(2),$(1))
+
+# GoogleTest's header, precompiled with the tests' own flags (see "How the build runs"). GCC
+# takes $(PCH).gch for `-include $(PCH)`, and the header itself if it cannot.
+# Its flags are the build kind's, taken here: a target's own flags would reach it too (make
+# hands them down to prerequisites), stage include paths and all.
+PCH := $(OUT)/pch/gtest_pch.hpp
+PCH_FLAGS := $(filter-out -MMD -MP,$(CPPFLAGS)) $(CXXFLAGS)
+$(PCH).gch: tests/gtest_pch.hpp | gtest-check
+	@mkdir -p $(@D)
+	@cp tests/gtest_pch.hpp $(PCH)
+	$(call step,PCH,tests,$<,$(COMPILE) $(PCH_FLAGS) -x c++-header $(PCH) -o $@)
 
 # ---- Helpers: "lessons 1..N" and "the latest of each name" ----------------------------------
 # A lesson's number in two digits, as in its file names (tests/L04_*, tests/L10_*).
@@ -188,6 +265,11 @@ tests_of   = $(filter-out $(PROBE_$(1)),$(sort $(wildcard tests/L$(call nn,$(1))
 stage_lib     = $(call latest,$(foreach n,$(call upto,$(1)),$(call lib_of,$(n))))
 stage_headers = $(call latest,$(foreach n,$(call upto,$(1)),$(call headers_of,$(n))))
 stage_include = $(foreach n,$(call reverse,$(call upto,$(1))),-Iinclude/$(DIR_$(n)))
+# The same folders as CPATH, which g++ searches as if each were given with -I, in order. The
+# stage's own compiles take their include path this way: ccache does not count it, so that
+# a stage's test file with the precompiled header is a cache hit when an earlier stage
+# compiled the same input (the preprocessed input says which headers were found).
+stage_cpath   = $(subst $(space),:,$(strip $(foreach n,$(call reverse,$(call upto,$(1))),include/$(DIR_$(n)))))
 stage_tests   = tests/main.cpp $(sort $(foreach n,$(call upto,$(1)),$(call tests_of,$(n))))
 stage_bench   = tests/bench/bench_main.cpp $(sort $(wildcard $(foreach n,$(call upto,$(1)),tests/bench/L$(call nn,$(n))_*.cpp)) $(call collect,$(1),BENCH_EXTRA))
 # The programs of stage N, and the lesson whose sources build program $(2) there.
@@ -213,7 +295,7 @@ all: $(addprefix lesson,$(LESSONS))
 define PROGRAM
 PROGRAM_OBJS_$(1) += $(call objects,$(1),$(call program_srcs,$(1),$(2)))
 $(OUT)/lesson$(1)/$(2): $(call objects,$(1),$(call program_srcs,$(1),$(2))) $(OUT)/lesson$(1)/libfib.a
-	$$(CXX) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@
+	$$(call step,LINK,lesson$(1),$$(@F),$$(CXX) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@)
 
 endef
 
@@ -221,50 +303,63 @@ define STAGE
 LIB_OBJS_$(1)   := $(call objects,$(1),$(call stage_lib,$(1)))
 DEMO_OBJS_$(1)  := $(call objects,$(1),$(DEMO_$(1)))
 TEST_OBJS_$(1)  := $(call objects,$(1),$(call stage_tests,$(1)))
+GTEST_OBJS_$(1) := $(call objects,$(1),$(filter tests/main.cpp %_test.cpp,$(call stage_tests,$(1))))
 BENCH_OBJS_$(1) := $(call objects,$(1),$(call stage_bench,$(1)))
 # The stage's test shared libraries (lesson 7's probe), linked into its tests.
 TEST_SO_$(1)    := $(if $(filter 1,$(STATIC)),,$(foreach n,$(call upto,$(1)),$(PROBE_$(n):tests/%.cpp=$(OUT)/lesson$(1)/lib%.so)))
 
-$(OUT)/lesson$(1)/obj/%.o: CPPFLAGS += $(call stage_include,$(1))
+$(OUT)/lesson$(1)/obj/%.o: STAGE_CPATH := $(call stage_cpath,$(1))
 $(foreach f,$(call collect,$(1),FLAGS),$(call objects,$(1),$(firstword $(subst =, ,$(f)))): CXXFLAGS += $(lastword $(subst =, ,$(f)))
 )
 $(foreach f,$(call collect,$(1),EMBED),$(call objects,$(1),$(firstword $(subst =, ,$(f)))): $(lastword $(subst =, ,$(f)))
 )
-$(OUT)/lesson$(1)/lib%.so: CPPFLAGS += $(call stage_include,$(1))
+$(OUT)/lesson$(1)/lib%.so: STAGE_CPATH := $(call stage_cpath,$(1))
 
-# The names of stage N's headers, rewritten only when they change. Every object of the
-# stage depends on it: a header added to the tree (a later lesson's replacement of an
-# earlier one, say) changes which file an #include finds, which the compiler's own
-# dependency lists cannot know, so the whole stage is rebuilt.
-$(OUT)/lesson$(1)/headers.list: FORCE
+# The names of stage N's headers. Every object of the stage depends on this file: a header
+# added to the tree (a later lesson's replacement of an earlier one, say) changes which file
+# an #include finds, which the compiler's own dependency lists cannot know, so the whole
+# stage is rebuilt. It is rewritten as the Makefile is read, and only when the names change
+# (a rule that ran every time would make every dry run, and so the step count, say "all").
+$(OUT)/lesson$(1)/headers.list:
 	@mkdir -p $$(@D)
-	@echo "$(call stage_headers,$(1))" | cmp -s - $$@ || echo "$(call stage_headers,$(1))" > $$@
+	@echo "$(call stage_headers,$(1))" > $$@
+$(if $(wildcard $(OUT)/lesson$(1)/headers.list),$(if $(call differ,$(file <$(OUT)/lesson$(1)/headers.list),$(call stage_headers,$(1))),$(file >$(OUT)/lesson$(1)/headers.list,$(call stage_headers,$(1)))))
 
 $(OUT)/lesson$(1)/obj/%.o: %.cpp $(OUT)/lesson$(1)/headers.list
 	@mkdir -p $$(@D)
-	$$(CXX) $$(CPPFLAGS) $$(CXXFLAGS) -c $$< -o $$@
+	$$(call step,CXX,lesson$(1),$$<,CPATH=$$(STAGE_CPATH) $$(COMPILE) $$(CPPFLAGS) $$(CXXFLAGS) -c $$< -o $$@)
 
 $(OUT)/lesson$(1)/obj/%.o: %.S $(OUT)/lesson$(1)/headers.list
 	@mkdir -p $$(@D)
-	$$(CXX) $$(CPPFLAGS) $$(CXXFLAGS) -c $$< -o $$@
+	$$(call step,AS,lesson$(1),$$<,CPATH=$$(STAGE_CPATH) $$(COMPILE) $$(CPPFLAGS) $$(CXXFLAGS) -c $$< -o $$@)
 
 $(OUT)/lesson$(1)/lib%.so: tests/%.cpp $(OUT)/lesson$(1)/headers.list
-	$$(CXX) $$(CPPFLAGS) $$(CXXFLAGS) -fPIC -shared $$< -o $$@
+	$$(call step,SO,lesson$(1),$$<,CPATH=$$(STAGE_CPATH) $$(CXX) $$(CPPFLAGS) $$(CXXFLAGS) -fPIC -shared $$< -o $$@)
 
 $(OUT)/lesson$(1)/libfib.a: $$(LIB_OBJS_$(1))
-	rm -f $$@ && ar rcs $$@ $$^
+	$$(call step,AR,lesson$(1),$$(@F),rm -f $$@ && ar rcs $$@ $$^)
 
 $(OUT)/lesson$(1)/demo: $$(DEMO_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a
-	$$(CXX) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@
+	$$(call step,LINK,lesson$(1),$$(@F),$$(CXX) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@)
 
-# The tests are compiled once GoogleTest is there (make test installs it).
+# The tests are compiled once GoogleTest is there (make test installs it), those that use
+# it with its precompiled header.
 $$(TEST_OBJS_$(1)): | gtest-check
+$$(GTEST_OBJS_$(1)): $(PCH).gch
+$$(GTEST_OBJS_$(1)): CPPFLAGS += -Winvalid-pch -include $(PCH)
 
 $(OUT)/lesson$(1)/tests: $$(TEST_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a $$(TEST_SO_$(1))
-	$$(CXX) $$(LDFLAGS) $$(TEST_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a $$(TEST_SO_$(1):%=% -Wl,-rpath,$$(abspath $$(dir $$(TEST_SO_$(1))))) $$(GTEST_LIBS) $$(LDLIBS) -o $$@
+	$$(call step,LINK,lesson$(1),$$(@F),$$(CXX) $$(LDFLAGS) $$(TEST_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a $$(TEST_SO_$(1):%=% -Wl$$(comma)-rpath$$(comma)$$(abspath $$(dir $$(TEST_SO_$(1))))) $$(GTEST_LIBS) $$(LDLIBS) -o $$@)
+
+# A test binary of only the test files in TEST_FILES (and the sources every stage-N test
+# binary has): scripts/exercises.py builds a break's named test this way, not the stage's
+# every test. Linked afresh each time, as TEST_FILES may differ.
+$(OUT)/lesson$(1)/tests-only: $(call objects,$(1),tests/main.cpp $(filter-out %_test.cpp,$(call stage_tests,$(1))) $(TEST_FILES)) \
+                              $(OUT)/lesson$(1)/libfib.a $$(TEST_SO_$(1)) FORCE
+	$$(call step,LINK,lesson$(1),$$(@F),$$(CXX) $$(LDFLAGS) $$(filter %.o %.a,$$^) $$(TEST_SO_$(1):%=% -Wl$$(comma)-rpath$$(comma)$$(abspath $$(dir $$(TEST_SO_$(1))))) $$(GTEST_LIBS) $$(LDLIBS) -o $$@)
 
 $(OUT)/lesson$(1)/bench: $$(BENCH_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a
-	$$(CXX) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@
+	$$(call step,LINK,lesson$(1),$$(@F),$$(CXX) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@)
 
 # Each file stage N compiles includes only headers of its own lesson or earlier
 # ones, and never a header that a later lesson of the stage replaced.
@@ -288,9 +383,9 @@ run-lesson$(1): lesson$(1)
 	$(OUT)/lesson$(1)/demo
 
 test-lesson$(1): gtest-check lesson$(1) $(OUT)/lesson$(1)/tests $(OUT)/lesson$(1)/tests-layers.ok
-	$(TEST_ENV) timeout $(TEST_TIMEOUT) $(OUT)/lesson$(1)/tests
-	$(if $(TWICE_$(1)),$(TEST_ENV) $(TWICE_ENV_$(1)) timeout $(TEST_TIMEOUT) $(OUT)/lesson$(1)/tests --gtest_filter='$(TWICE_$(1))')
-	$(if $(call collect,$(1),COMPILE_FAIL),@scripts/check-compile-fail.sh "$(CXX) -std=c++20 $(call stage_include,$(1))" $(call collect,$(1),COMPILE_FAIL))
+	$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests.log,$(TEST_ENV) timeout $(TEST_TIMEOUT) $(OUT)/lesson$(1)/tests)
+	$(if $(TWICE_$(1)),$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests-twice.log,$(TEST_ENV) $(TWICE_ENV_$(1)) timeout $(TEST_TIMEOUT) $(OUT)/lesson$(1)/tests --gtest_filter='$(TWICE_$(1))',$(TWICE_ENV_$(1))))
+	$(if $(strip $(call collect,$(1),COMPILE_FAIL)),$$(call step,CHECK,lesson$(1),code that must not compile,scripts/check-compile-fail.sh "$(CXX) -std=c++20 $(call stage_include,$(1))" $(call collect,$(1),COMPILE_FAIL)))
 
 bench-lesson$(1): $(OUT)/lesson$(1)/bench $(OUT)/lesson$(1)/bench-layers.ok
 	$(OUT)/lesson$(1)/bench
@@ -377,9 +472,11 @@ define EXERCISE
 EXERCISE_OWN_$(1)_$(3) := $(call objects,$(1),$(2) $(wildcard lessons/$(DIR_$(1))/exercises/$(3)/*.cpp lessons/$(DIR_$(1))/exercises/$(3)/*.S))
 $$(EXERCISE_OWN_$(1)_$(3)): CPPFLAGS += -Ilessons/$(DIR_$(1))/exercises/$(3) -Itests
 $$(EXERCISE_OWN_$(1)_$(3)): | gtest-check
+$(call objects,$(1),$(2)): $(PCH).gch
+$(call objects,$(1),$(2)): CPPFLAGS += -Winvalid-pch -include $(PCH)
 $(OUT)/lesson$(1)/exercises/$(3): $(OUT)/lesson$(1)/obj/tests/main.o $$(EXERCISE_OWN_$(1)_$(3)) $(OUT)/lesson$(1)/libfib.a
 	@mkdir -p $$(@D)
-	$$(CXX) $$(LDFLAGS) $$^ $$(GTEST_LIBS) $$(LDLIBS) -o $$@
+	$$(call step,LINK,lesson$(1),exercises/$(3),$$(CXX) $$(LDFLAGS) $$^ $$(GTEST_LIBS) $$(LDLIBS) -o $$@)
 -include $$(EXERCISE_OWN_$(1)_$(3):.o=.d)
 
 endef
@@ -402,7 +499,7 @@ check-exercises: gtest-check
 # tests of lessons 1..N), then checks that no binary got an executable stack and what the
 # assembly tells unwinders and CET.
 test: check-tree $(addprefix test-lesson,$(LESSONS))
-	@$(MAKE) --no-print-directory check-stack
+	$(call check_stack,$(foreach n,$(LESSONS),$(OUT)/lesson$(n)/tests))
 
 # Every suite of every lesson (the last stage's test binary has them all) again under
 # each seed of SHUFFLE_SEEDS: the ready queue hands out fibers in a seeded order
@@ -429,11 +526,15 @@ check-text: $(addprefix lesson,$(LESSONS))
 	    $(OUT)/lesson$$n/demo > $(OUT)/lesson$$n/demo.out 2>&1 || { cat $(OUT)/lesson$$n/demo.out; exit 1; }; \
 	    scripts/check-text.py transcript $$n $(OUT)/lesson$$n/demo.out || exit 1; done
 
+# Every stage's demo and programs, and the test binaries named in $(1).
+define check_stack
+@scripts/check-gnu-stack.sh $(foreach n,$(LESSONS),$(OUT)/lesson$(n)/demo) $(1) \
+    $(foreach n,$(LESSONS),$(addprefix $(OUT)/lesson$(n)/,$(call stage_programs,$(n))))
+@scripts/check-asm.py $(OUT)/lesson$(LAST_LESSON)/obj/asm/$(DIR_1)/switch_context.o \
+    $(filter-out %/switch_context.o,$(call objects,$(LAST_LESSON),$(filter %.S,$(call stage_lib,$(LAST_LESSON)))))
+endef
 check-stack: all
-	@scripts/check-gnu-stack.sh $(wildcard $(OUT)/lesson*/demo $(OUT)/lesson*/tests) \
-	    $(foreach n,$(LESSONS),$(addprefix $(OUT)/lesson$(n)/,$(call stage_programs,$(n))))
-	@scripts/check-asm.py $(OUT)/lesson$(LAST_LESSON)/obj/asm/$(DIR_1)/switch_context.o \
-	    $(filter-out %/switch_context.o,$(call objects,$(LAST_LESSON),$(filter %.S,$(call stage_lib,$(LAST_LESSON)))))
+	$(call check_stack,$(wildcard $(OUT)/lesson*/tests))
 
 # The course as pages (build/docs/index.html): each lesson's README, then its reading order's
 # files with their comments as prose beside the code, and the stage diffs.
@@ -478,7 +579,7 @@ run: echo-server-lesson$(LAST_LESSON)
 
 gtest-check:
 ifeq ($(GTEST_HEADER),)
-	@scripts/install-gtest.sh
+	@scripts/install-package.sh libgtest-dev "GoogleTest, which the tests are written in"
 endif
 
 clean:
