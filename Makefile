@@ -351,10 +351,15 @@ $$(GTEST_OBJS_$(1)): CPPFLAGS += -Winvalid-pch -include $(PCH)
 $(OUT)/lesson$(1)/tests: $$(TEST_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a $$(TEST_SO_$(1))
 	$$(call step,LINK,lesson$(1),$$(@F),$$(CXX) $$(LDFLAGS) $$(TEST_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a $$(TEST_SO_$(1):%=% -Wl$$(comma)-rpath$$(comma)$$(abspath $$(dir $$(TEST_SO_$(1))))) $$(GTEST_LIBS) $$(LDLIBS) -o $$@)
 
-# A test binary of only the test files in TEST_FILES (and the sources every stage-N test
-# binary has): scripts/exercises.py builds a break's named test this way, not the stage's
-# every test. Linked afresh each time, as TEST_FILES may differ.
-$(OUT)/lesson$(1)/tests-only: $(call objects,$(1),tests/main.cpp $(filter-out %_test.cpp,$(call stage_tests,$(1))) $(TEST_FILES)) \
+# A test binary of only the test files in TEST_FILES: scripts/exercises.py builds a break's
+# named test this way, not the stage's every test. The other sources the stage's tests are
+# built with come from an archive, so that the linker takes only those the files use (a
+# helper may call into a test file that is not there). Linked afresh each time, as
+# TEST_FILES may differ.
+$(OUT)/lesson$(1)/test-helpers.a: $(call objects,$(1),$(filter-out tests/main.cpp %_test.cpp,$(call stage_tests,$(1))))
+	$$(call step,AR,lesson$(1),$$(@F),rm -f $$@ && ar rcs $$@ $$^)
+
+$(OUT)/lesson$(1)/tests-only: $(call objects,$(1),tests/main.cpp $(TEST_FILES)) $(OUT)/lesson$(1)/test-helpers.a \
                               $(OUT)/lesson$(1)/libfib.a $$(TEST_SO_$(1)) FORCE
 	$$(call step,LINK,lesson$(1),$$(@F),$$(CXX) $$(LDFLAGS) $$(filter %.o %.a,$$^) $$(TEST_SO_$(1):%=% -Wl$$(comma)-rpath$$(comma)$$(abspath $$(dir $$(TEST_SO_$(1))))) $$(GTEST_LIBS) $$(LDLIBS) -o $$@)
 
@@ -490,8 +495,9 @@ endef
 $(foreach n,$(LESSONS),$(eval $(call EXERCISE_STAGE,$(n))))
 
 # CI: every suite fails as shipped; every solution passes and every "break it" change makes
-# the tests it names fail, each applied to a scratch copy of the tree.
-check-exercises: gtest-check
+# the tests it names fail, each applied to a scratch copy of the tree and its stage's build
+# (built here first), side by side.
+check-exercises: gtest-check $(foreach n,$(LESSONS),$(OUT)/lesson$(n)/tests)
 	@scripts/exercises.py check
 
 # ---- Top-level targets ----------------------------------------------------------------------

@@ -14,12 +14,15 @@
 #   exercises.py run --lesson N [--only K]   make exercise-lessonN: build and run
 #                                            each suite alone, print what is solved
 #   exercises.py check [--lesson N]          make check-exercises: every suite fails
-#                                            as shipped; in a scratch copy of the
-#                                            tree, every solution makes its suite
-#                                            pass (and the stage's tests, when it
-#                                            changes the library) and every break
-#                                            makes its named tests fail
+#                                            as shipped; each patch in a scratch copy
+#                                            of its own (side by side, one per core):
+#                                            every solution makes its suite pass (and
+#                                            the stage's tests, when it changes the
+#                                            library) and every break makes its named
+#                                            tests fail, built with only the test
+#                                            files that define them
 import argparse
+import concurrent.futures
 import glob
 import os
 import re
@@ -30,7 +33,6 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TREE = ["Makefile", "asm", "include", "src", "lessons", "tests", "scripts"]
-JOBS = "-j%d" % (os.cpu_count() or 1)
 TIMEOUT = "120"  # seconds a suite may take (tests/main.cpp's watchdog)
 BREAK_TIMEOUT = "30"  # seconds a broken test may take: some breaks make a test hang
 
@@ -72,10 +74,10 @@ def sh(command, cwd, quiet=False, env=None):
                           env=dict(os.environ, **(env or {}))).returncode
 
 
-def build_and_run(exercise, cwd, out, quiet):
+def build_and_run(exercise, cwd, out, quiet, jobs=()):
     """'compile' when the suite does not build, 'fail' or 'pass'."""
     binary = exercise.binary(out)
-    if sh(["make", "--no-print-directory", "-s", JOBS, binary], cwd, quiet) != 0:
+    if sh(["make", "--no-print-directory", "-s", *jobs, binary], cwd, quiet) != 0:
         return "compile"
     status = sh([binary, "--gtest_brief=1"], cwd, quiet, {"FIB_TEST_TIMEOUT": TIMEOUT})
     return "pass" if status == 0 else "fail"
@@ -104,16 +106,34 @@ def run(lesson, only, out):
     return 1 if unsolved else 0
 
 
-def scratch_copy():
-    """The tree without .git, in a temporary folder of its own, with the stages already
-    built in build/lessonN/ (times kept), so that make there rebuilds only what a patch
-    touches."""
+def test_files(names):
+    """The test files that define the named tests (Suite.Name), from their TEST lines."""
+    files = set()
+    for name in names:
+        suite, _, test = name.partition(".")
+        pattern = re.compile(r"^\s*TEST(?:_F|_P)?\(\s*%s\s*,\s*%s\s*\)" % (re.escape(suite), re.escape(test)),
+                             re.MULTILINE)
+        found = [f for f in sorted(glob.glob(os.path.join(ROOT, "tests", "L*_test.cpp")))
+                 if pattern.search(open(f, encoding="utf-8").read())]
+        if not found:
+            sys.exit("no test file defines %s" % name)
+        files.update(os.path.relpath(f, ROOT) for f in found)
+    return sorted(files)
+
+
+def scratch_copy(lesson):
+    """The tree without .git in a temporary folder of its own, with stage N's build copied
+    in (times kept) and the precompiled GoogleTest header linked, so that make there
+    rebuilds only what a patch touches."""
     scratch = tempfile.mkdtemp(prefix="fib-exercises-")
     for entry in TREE:
         source = os.path.join(ROOT, entry)
         (shutil.copytree if os.path.isdir(source) else shutil.copy2)(source, os.path.join(scratch, entry))
-    for stage in glob.glob(os.path.join(ROOT, "build", "lesson[0-9]*")):
-        shutil.copytree(stage, os.path.join(scratch, "build", os.path.basename(stage)), symlinks=True)
+    stage = os.path.join("build", "lesson%d" % lesson)
+    if os.path.isdir(os.path.join(ROOT, stage)):
+        shutil.copytree(os.path.join(ROOT, stage), os.path.join(scratch, stage), symlinks=True)
+    if os.path.isdir(os.path.join(ROOT, "build", "pch")):
+        os.symlink(os.path.join(ROOT, "build", "pch"), os.path.join(scratch, "build", "pch"))
     return scratch
 
 
@@ -123,50 +143,66 @@ def apply(patch, cwd, reverse=False):
         sys.exit("%s does not apply%s" % (patch, " in reverse" if reverse else ""))
 
 
-def check(lesson=None):
-    problems, checked = [], 0
-    every = [e for n, exercises in lessons().items() for e in exercises if lesson in (None, n)]
-    # As shipped, every suite fails.
-    for exercise in (e for e in every if e.building):
-        result = build_and_run(exercise, ROOT, "build", quiet=True)
-        checked += 1
-        print("%-44s as shipped: %s" % (exercise.suite, result), flush=True)
-        if result == "pass":
-            problems.append("%s passes as shipped" % exercise.suite)
-    # Each patch in turn, applied to one scratch copy and taken back out again, so
-    # that each build after the first recompiles only what the patch touched.
-    scratch = scratch_copy()
+def make(targets, cwd, variables=()):
+    return sh(["make", "--no-print-directory", "-s", "-j1"] + list(variables) + targets, cwd, True) == 0
+
+
+def as_shipped(exercise):
+    """Every suite fails as shipped (built in the tree itself: nothing is changed there)."""
+    result = build_and_run(exercise, ROOT, "build", quiet=True, jobs=["-j1"])
+    line = "%-44s as shipped: %s" % (exercise.suite, result)
+    return line, ["%s passes as shipped" % exercise.suite] if result == "pass" else []
+
+
+def patched(exercise):
+    """In a scratch copy of its own, the solution passes, or the break fails what it names."""
+    scratch = scratch_copy(exercise.lesson)
     try:
-        for exercise in every:
-            apply(exercise.patch, scratch)
-            stage = "build/lesson%d" % exercise.lesson
-            if exercise.building:
-                result = build_and_run(exercise, scratch, "build", quiet=True)
-                if result == "pass" and exercise.touches_library:
-                    ok = sh(["make", "-s", JOBS, stage + "/tests"], scratch, True) == 0 and \
-                        sh([stage + "/tests", "--gtest_brief=1"], scratch, True,
-                           {"FIB_TEST_TIMEOUT": TIMEOUT}) == 0
-                    result = "pass" if ok else "breaks the stage's tests"
-                print("%-44s solved: %s" % (exercise.name, result), flush=True)
-                if result != "pass":
-                    problems.append("%s: the solution gives %s" % (exercise.patch, result))
+        if "tests/gtest_pch.hpp" in open(exercise.patch, encoding="utf-8").read():
+            sys.exit("%s changes tests/gtest_pch.hpp, which scratch copies share" % exercise.patch)
+        apply(exercise.patch, scratch)
+        stage = "build/lesson%d" % exercise.lesson
+        if exercise.building:
+            result = build_and_run(exercise, scratch, "build", quiet=True, jobs=["-j1"])
+            if result == "pass" and exercise.touches_library:
+                ok = make([stage + "/tests"], scratch) and \
+                    sh([stage + "/tests", "--gtest_brief=1"], scratch, True, {"FIB_TEST_TIMEOUT": TIMEOUT}) == 0
+                result = "pass" if ok else "breaks the stage's tests"
+            line = "%-44s solved: %s" % (exercise.name, result)
+            return line, ["%s: the solution gives %s" % (exercise.patch, result)] if result != "pass" else []
+        lines, problems = [], []
+        for target in exercise.must_fail:
+            if target.startswith("make "):
+                failed = sh(target.split(), scratch, True) != 0
+            elif not make([stage + "/tests-only"], scratch, ["TEST_FILES=" + " ".join(test_files([target]))]):
+                # Only the test file that defines the named test is built, with the library.
+                lines.append("%-44s broken: %s does not build" % (exercise.name, target))
+                problems.append("%s: the broken tree does not build %s" % (exercise.patch, target))
+                continue
             else:
-                for target in exercise.must_fail:
-                    if target.startswith("make "):
-                        failed = sh(target.split(), scratch, True) != 0
-                    else:
-                        failed = sh(["make", "-s", JOBS, stage + "/tests"], scratch, True) == 0 and \
-                            sh([stage + "/tests", "--gtest_filter=" + target], scratch, True,
-                               {"FIB_TEST_TIMEOUT": BREAK_TIMEOUT}) != 0
-                    print("%-44s broken: %s %s" % (exercise.name, target,
-                                                   "fails" if failed else "still passes"), flush=True)
-                    if not failed:
-                        problems.append("%s: %s does not fail" % (exercise.patch, target))
-            apply(exercise.patch, scratch, reverse=True)
-            checked += 1
+                failed = sh([stage + "/tests-only", "--gtest_filter=" + target], scratch, True,
+                            {"FIB_TEST_TIMEOUT": BREAK_TIMEOUT}) != 0
+            lines.append("%-44s broken: %s %s" % (exercise.name, target, "fails" if failed else "still passes"))
+            if not failed:
+                problems.append("%s: %s does not fail" % (exercise.patch, target))
+        return "\n".join(lines), problems
     finally:
         shutil.rmtree(scratch)
-    print("exercises: %d checks, %d problems" % (checked, len(problems)))
+
+
+def check(lesson=None):
+    """Every suite as shipped, then every patch in a scratch copy of its own. The checks of
+    each phase are independent, so they run side by side, one per core; the second phase
+    starts when the first is done, as it copies the builds the first writes to."""
+    every = [e for n, exercises in lessons().items() for e in exercises if lesson in (None, n)]
+    phases = [[(as_shipped, e) for e in every if e.building], [(patched, e) for e in every]]
+    problems = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        for work in phases:
+            for line, found in pool.map(lambda job: job[0](job[1]), work):
+                print(line, flush=True)
+                problems += found
+    print("exercises: %d checks, %d problems" % (sum(map(len, phases)), len(problems)))
     for problem in problems:
         print("  " + problem)
     return 1 if problems else 0
