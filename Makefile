@@ -175,15 +175,16 @@ TEST_TIMEOUT := 1800
 # Stage N compiles the files of lessons 1..N again, with its own include path, so that what
 # lesson N replaces is what every earlier file sees. Most of those objects come out the same
 # as stage N-1's (no header they read was replaced in between). Three things keep the build
-# from paying for that, each kept because it was measured to pay (2-core VM, empty caches):
-# - ccache hands back an object whose preprocessed input it has compiled before: about half
-#   of `make test`'s 820 compiles. make test installs it when missing (one line says so); the
-#   build works without it, slower. The PCH below needs the sloppiness ccache's manual names.
+# from paying for that, each kept because it was measured to pay (the course's 2-core VM;
+# `make test` from a clean tree and an empty cache takes about 7 minutes with them):
+# - ccache hands back an object whose preprocessed input it has compiled before: 429 of
+#   make test's 748 compiles. make test installs it when missing (one line says so); the
+#   build works without it, slower (`make CCACHE= test`).
 # - GoogleTest's header is precompiled once per build kind ($(OUT)/pch/), and every test file
 #   gets it with -include (tests/gtest_pch.hpp): parsing gtest.h was 1.4 s of each test
-#   file's 2 to 6 s.
+#   file's 2 to 6 s. ccache takes a PCH with the sloppiness its manual names, and counts
+#   every -I argument then: hence stage_cpath below.
 # - make uses every core unless told -j, and keeps each target's output together.
-# `make CCACHE= test` builds without ccache.
 ifeq ($(origin CCACHE),undefined)
 CCACHE := $(shell command -v ccache 2>/dev/null)
 ifeq ($(CCACHE)$(filter test,$(MAKECMDGOALS)),test)
@@ -233,10 +234,10 @@ comma := ,
 space := $(subst ,, )
 differ = $(filter-out $(1),$(2))$(filter-out $(2),$(1))
 
-# GoogleTest's header, precompiled with the tests' own flags (see "How the build runs"). GCC
-# takes $(PCH).gch for `-include $(PCH)`, and the header itself if it cannot.
-# Its flags are the build kind's, taken here: a target's own flags would reach it too (make
-# hands them down to prerequisites), stage include paths and all.
+# GoogleTest's header, precompiled with the tests' flags (see "How the build runs"). GCC takes
+# $(PCH).gch for `-include $(PCH)`, or the header itself if it cannot. The flags are the build
+# kind's, taken here: a test object's own flags would reach the rule too (make hands them
+# down to prerequisites), stage paths and all.
 PCH := $(OUT)/pch/gtest_pch.hpp
 PCH_FLAGS := $(filter-out -MMD -MP,$(CPPFLAGS)) $(CXXFLAGS)
 $(PCH).gch: tests/gtest_pch.hpp | gtest-check
