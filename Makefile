@@ -626,7 +626,7 @@ help:
 	@echo "                      (about 7 min, building every stage; after an edit of one"
 	@echo "                      library source, make test-lesson6 takes about 20 s)"
 	@echo "make SAN=1 test       the same tests under AddressSanitizer + UBSan, in build/san/"
-	@echo "                      (about 10 min, building every stage)"
+	@echo "                      (about 10 to 12 min, building every stage)"
 	@echo "make STATIC=1 test-lesson7  lessons 1-7's tests linked statically, in build/static/"
 	@echo "                      (about 1 min after make test)"
 	@echo "make test-shuffled    every suite again under FIB_SCHEDULE_SEED=1 2 3 (SHUFFLE_SEEDS=...):"
