@@ -207,7 +207,7 @@ void three_fibers_join_round_a_ring() {
     c = fib::Fiber({.name = "c"}, [&a] { a.join(); });
     fib::Fiber d({.name = "d"}, [&] {
         while (!record_of_a) fib::this_fiber::yield();
-        manager.park(fib::WaitSite{"a hand-over", record_of_a, nullptr});
+        manager.park(manager.begin_wait(), fib::WaitSite{"a hand-over", record_of_a, nullptr});
     });
     d.join();
 }
@@ -226,7 +226,7 @@ void park_on_a_mailbox() {
     fib::FiberManager manager;
     static int mailbox = 0;
     fib::Fiber reader({.name = "reader"}, [&manager] {
-        manager.park(fib::WaitSite{"the mailbox", nullptr, &mailbox});
+        manager.park(manager.begin_wait(), fib::WaitSite{"the mailbox", nullptr, &mailbox});
     });
     reader.join();
 }

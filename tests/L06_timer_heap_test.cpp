@@ -57,7 +57,7 @@ TEST(L06_TimerHeap, StaysAHeapThroughRandomCancelsFromItsMiddle) {
     const Clock::time_point far = Clock::now() + 1h;
     std::vector<fib::Timer> timers(400);
     for (fib::Timer& timer : timers) {
-        timer = fib::Timer{far + std::chrono::seconds(random() % 100), manager.running()};
+        timer = fib::Timer{far + std::chrono::seconds(random() % 100), manager.begin_wait()};
         heap.add(timer);
     }
     ASSERT_EQ(heap.size(), 400u);

@@ -93,16 +93,16 @@ void sleep_on_the_waiters_fiber() {
     fib::FiberManager manager;
     fib::Waiter waiter;
     using namespace std::chrono_literals;
-    fib::Timer timer{fib::Clock::now(), manager.running()};
+    fib::Timer timer{fib::Clock::now(), manager.begin_wait()};
     timer.on_expire = [](fib::Timer&) { fib::sleep_for(1ms); };
     fib::TimerHeap::of_this_thread().add(timer);
-    manager.park(fib::WaitSite{"a timer", nullptr, nullptr});
+    manager.park(timer.token, fib::WaitSite{"a timer", nullptr, nullptr});
 }
 
 void add_a_timer_twice() {
     fib::FiberManager manager;
     fib::Waiter waiter;
-    fib::Timer timer{Clock::now() + 1h, manager.running()};
+    fib::Timer timer{Clock::now() + 1h, manager.begin_wait()};
     fib::TimerHeap::of_this_thread().add(timer);
     fib::TimerHeap::of_this_thread().add(timer);
 }

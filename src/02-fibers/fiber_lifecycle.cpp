@@ -21,20 +21,20 @@ void FiberManager::join(FiberRecord* fiber) {
     FiberRecord* self = running_;
     if (fiber == self)
         fatal("%s joined itself; a fiber cannot wait for its own end", label(*self).text);
-    if (fiber->joiner)
+    if (fiber->joiner.fiber)
         fatal("%s tried to join %s, which %s is already joining", label(*self).text,
-              label(*fiber).text, label(*fiber->joiner).text);
-    fiber->joiner = self;
-    if (fiber->state != FiberState::Finished) park(WaitSite{"join", fiber, nullptr});
+              label(*fiber).text, label(*fiber->joiner.fiber).text);
+    fiber->joiner = begin_wait();
+    if (fiber->state != FiberState::Finished) park(fiber->joiner, WaitSite{"join", fiber, nullptr});
     std::exception_ptr exception = std::move(fiber->exception);
     release(fiber);
     if (exception) std::rethrow_exception(exception);
 }
 
 void FiberManager::detach(FiberRecord* fiber) {
-    if (fiber->joiner)
+    if (fiber->joiner.fiber)
         fatal("detach() on %s, which %s is joining", label(*fiber).text,
-              label(*fiber->joiner).text);
+              label(*fiber->joiner.fiber).text);
     fiber->detached = true;
     if (fiber->state != FiberState::Finished) return;  // released when it ends
     if (fiber->exception) report_escaped_exception(*fiber);

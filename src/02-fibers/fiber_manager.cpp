@@ -52,19 +52,27 @@ void FiberManager::yield() {
     switch_to(next);
 }
 
-void FiberManager::park(WaitSite site) {
+// A fiber parks only under the token of the wait it is in: a park with a
+// stale one could be ended by a waker of that earlier wait.
+void FiberManager::park(ParkToken token, WaitSite site) {
+    if (token.fiber != running_ || token.wait != running_->waits)
+        fatal("%s parked in %s with a token that is not its current wait's; take one with "
+              "begin_wait() and park under it", label(*running_).text, site.what);
     running_->state = FiberState::Blocked;
     running_->waiting_for = site;
     switch_to(next_or_deadlock());
 }
 
-void FiberManager::wake(FiberRecord* fiber) {
-    if (fiber->state != FiberState::Blocked)
-        fatal("wake() on %s, which is not blocked", label(*fiber).text);
+// A stale token is a wake that came late: the fiber has begun another wait
+// since, or was already woken (it is Ready, or running again).
+bool FiberManager::wake(ParkToken token) {
+    if (!parked(token)) return false;
+    FiberRecord* fiber = token.fiber;
     fiber->state = FiberState::Ready;
     fiber->waiting_for = WaitSite{};
     ready_.push_back(fiber);
     if (trace_) [[unlikely]] trace_->wake(*fiber, *running_);
+    return true;
 }
 
 // Every fiber that runs next comes from here. Unless FIB_SCHEDULE_SEED is set
@@ -87,8 +95,8 @@ void FiberManager::wait_for_all() {
         fatal("wait_for_all() was called from %s; only main may wait for all fibers",
               label(*running_).text);
     if (finished_ == spawned_) return;
-    main_waits_for_all_ = true;
-    park(WaitSite{"wait_for_all", nullptr, nullptr});
+    main_waits_for_all_ = begin_wait();
+    park(main_waits_for_all_, WaitSite{"wait_for_all", nullptr, nullptr});
 }
 
 ManagerStats FiberManager::stats() const {

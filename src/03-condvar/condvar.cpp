@@ -8,21 +8,28 @@ namespace fib {
 CondVar::~CondVar() {
     if (!waiters_.empty())
         fatal("a CondVar was destroyed while %s (and %zu more) waited on it",
-              label(*waiters_.front()).text, waiters_.size() - 1);
+              label(*waiters_.front()->token.fiber).text, waiters_.size() - 1);
 }
 
 void CondVar::wait() { wait(WaitSite{"CondVar::wait", nullptr, this}); }
 
-// A waiting fiber sits in waiters_ through its queue_link: it is not in the
-// ready queue while it waits, so the one link serves both lists.
+// The waiting fiber's place on the list lives in its own frame, with the
+// token of this wait: a notify pops the place and wakes the token. A fiber is
+// on the list exactly while it waits here, so a notify always finds a waiter.
 void CondVar::wait(const WaitSite& site) {
-    FiberManager* manager = &FiberManager::of_this_thread("CondVar::wait() was called");
+    FiberManager& manager = FiberManager::of_this_thread("CondVar::wait() was called");
+    Waiting place{manager.begin_wait(), {}};
+    park_in(place, site);
+}
+
+void CondVar::park_in(Waiting& place, const WaitSite& site) {
+    FiberManager* manager = place.token.fiber->manager;
     if (!waiters_.empty() && manager_ != manager)
         fatal("%s waited on a CondVar whose waiters belong to another thread's FiberManager",
-              label(*manager->running()).text);
+              label(*place.token.fiber).text);
     manager_ = manager;
-    waiters_.push_back(manager->running());
-    manager->park(site);
+    waiters_.push_back(&place);
+    manager->park(place.token, site);
 }
 
 // Waking is only for the waiters' own thread: the ready queue is not
@@ -37,13 +44,13 @@ FiberManager& CondVar::manager_for_notify(const char* operation) const {
 
 void CondVar::notify_one() {
     if (waiters_.empty()) return;
-    manager_for_notify("notify_one").wake(waiters_.pop_front());
+    manager_for_notify("notify_one").wake(waiters_.pop_front()->token);
 }
 
 void CondVar::notify_all() {
     if (waiters_.empty()) return;
     FiberManager& manager = manager_for_notify("notify_all");
-    while (FiberRecord* fiber = waiters_.pop_front()) manager.wake(fiber);
+    while (Waiting* place = waiters_.pop_front()) manager.wake(place->token);
 }
 
 }  // namespace fib

@@ -35,22 +35,21 @@ void Waiter::wake_if_ready(FdWaiters& fd, Waiting* waiting, short revents) {
     if (fd.reader == waiting) fd.reader = nullptr;
     if (fd.writer == waiting) fd.writer = nullptr;
     --stats_.waiting;
-    ++stats_.wakeups;
-    manager_.wake(waiting->fiber);
+    if (manager_.wake(waiting->token)) ++stats_.wakeups;
 }
 
 short Waiter::wait(int fd, short events) {
-    Waiting waiting{fd, events, 0, manager_.running()};
+    Waiting waiting{fd, events, 0, manager_.begin_wait()};
     watch(waiting);
-    manager_.park(WaitSite{events & kWriteEvents ? "Waiter::wait (write)" : "Waiter::wait (read)",
-                           nullptr, nullptr});
+    manager_.park(waiting.token, WaitSite{events & kWriteEvents ? "Waiter::wait (write)" : "Waiter::wait (read)",
+                                          nullptr, nullptr});
     return waiting.revents;
 }
 
 void Waiter::watch(Waiting& waiting) {
     if (FiberManager::current() != &manager_)
         fatal("Waiter::wait() was called from a thread that is not its manager's");
-    FiberRecord* self = waiting.fiber;
+    FiberRecord* self = waiting.token.fiber;
     if (self == self_) fatal("the Waiter's own fiber called Waiter::wait()");
     const int fd = waiting.fd;
     const short events = waiting.events;
@@ -68,7 +67,7 @@ void Waiter::watch(Waiting& waiting) {
     if (taken) {
         const char* verb = taken == waiters.reader ? "read" : "write";
         fatal("%s waits to %s fd %d, which %s already waits to %s; one fiber per direction per fd",
-              label(*self).text, verb, fd, label(*taken->fiber).text, verb);
+              label(*self).text, verb, fd, label(*taken->token.fiber).text, verb);
     }
     waiting.revents = 0;
     if (reads) waiters.reader = &waiting;
@@ -92,9 +91,9 @@ void Waiter::report_stuck_waits() {
     for (std::size_t fd = 0; fd < by_fd_.size(); ++fd) {
         const FdWaiters& waiters = by_fd_[fd];
         if (waiters.reader)
-            std::fprintf(stderr, "  %s: waits to read fd %zu\n", label(*waiters.reader->fiber).text, fd);
+            std::fprintf(stderr, "  %s: waits to read fd %zu\n", label(*waiters.reader->token.fiber).text, fd);
         if (waiters.writer && waiters.writer != waiters.reader)
-            std::fprintf(stderr, "  %s: waits to write fd %zu\n", label(*waiters.writer->fiber).text, fd);
+            std::fprintf(stderr, "  %s: waits to write fd %zu\n", label(*waiters.writer->token.fiber).text, fd);
     }
     fatal("the Waiter was destroyed with fibers still waiting on fds; to wait for them, call "
           "FiberManager::wait_for_all() first; to end them, close their fds or cancel them");

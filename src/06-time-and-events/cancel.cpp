@@ -14,15 +14,16 @@ void FiberManager::cancel(FiberRecord* fiber) {
         fatal("cancel() on %s from a thread that is not its manager's", label(*fiber).text);
     if (fiber->state == FiberState::Finished) return;
     fiber->cancel_requested = true;
-    if (fiber->state != FiberState::Blocked || !fiber->cancel_hook)
-        return;  // its next wait sees it
+    // Not parked in the hook's wait (running, or already woken by another of
+    // its wakers): its next look at cancelled() sees the request.
+    if (!fiber->cancel_hook || !parked(fiber->cancel_hook->token)) return;
     const CancelHook* hook = std::exchange(fiber->cancel_hook, nullptr);
     if (hook->undo) hook->undo(hook->context);
-    wake(fiber);
+    wake(hook->token);
 }
 
-CancelScope::CancelScope(FiberRecord* fiber, void (*undo)(void*), void* context)
-    : fiber_(fiber), hook_{undo, context} {
+CancelScope::CancelScope(ParkToken token, void (*undo)(void*), void* context)
+    : fiber_(token.fiber), hook_{undo, context, token} {
     fiber_->cancel_hook = &hook_;
 }
 

@@ -21,7 +21,7 @@ Event::Event()
 }
 
 Event::~Event() {
-    if (waiting_) fatal("an Event was destroyed while %s waited on it", label(*waiting_).text);
+    if (waiting_.fiber) fatal("an Event was destroyed while %s waited on it", label(*waiting_.fiber).text);
 }
 
 // On the owner's thread, in fiber code, the fibers' queues are ours to touch:
@@ -34,7 +34,7 @@ void Event::set() {
         return;
     }
     signaled_.store(true, std::memory_order_relaxed);
-    if (waiting_ && waiting_->state == FiberState::Blocked) owner->wake(waiting_);
+    owner->wake(waiting_);  // a no-op unless a fiber is parked in that wait
 }
 
 // Marked before the write, and for good: from then on try_wait() reads the
@@ -67,26 +67,40 @@ bool Event::try_wait() {
 }
 
 // The first fiber to wait makes the Event its thread's, if no thread has it.
-void Event::attach(FiberRecord* fiber) {
+void Event::attach(ParkToken waiting) {
+    FiberRecord* fiber = waiting.fiber;
     FiberManager* owner = nullptr;
     owner_.compare_exchange_strong(owner, fiber->manager, std::memory_order_acq_rel);
     if (owner && owner != fiber->manager)
         fatal("%s waited on an Event that belongs to another thread's FiberManager",
               label(*fiber).text);
-    if (waiting_ && waiting_ != fiber)
+    if (waiting_.fiber && waiting_.fiber != fiber)
         fatal("%s waited on an Event that %s already waits on; one fiber at a time may",
-              label(*fiber).text, label(*waiting_).text);
-    waiting_ = fiber;
+              label(*fiber).text, label(*waiting_.fiber).text);
+    waiting_ = waiting;
 }
 
-// Attached, a same-thread set() wakes the fiber; the eventfd's wait in the
-// Waiter covers the other threads. A cancel ends the wait in the Waiter.
+// One wait, three wakers: attached, a same-thread set() wakes it; the
+// eventfd's registration with the Waiter covers the other threads; and a
+// cancel ends it. Woken with nothing set (another thread's write was read by
+// a try_wait() in between), it waits again.
 bool Event::wait() {
-    FiberRecord* self = FiberManager::of_this_thread("Event::wait() was called").running();
-    attach(self);
+    FiberManager& manager = FiberManager::of_this_thread("Event::wait() was called");
     bool signaled = false;
-    while (!(signaled = try_wait()) && !this_fiber::cancelled()) {
-        Waiter::of_this_thread("Event::wait() had to wait").wait(eventfd_.get(), POLLIN);
+    for (;;) {
+        const ParkToken me = manager.begin_wait();
+        attach(me);
+        signaled = try_wait();
+        if (signaled || this_fiber::cancelled()) break;
+        Waiter& waiter = Waiter::of_this_thread("Event::wait() had to wait");
+        Waiter::Waiting readable{eventfd_.get(), POLLIN, 0, me};
+        waiter.watch(readable);
+        {
+            const CancelScope cancellable(me);
+            manager.park(me, WaitSite{"Event::wait", nullptr, this});
+        }
+        waiter.unwatch(readable);
+        detach();
     }
     detach();
     return signaled;

@@ -45,11 +45,12 @@ Ready what_fired(std::span<const Source> sources, std::span<const Waiter::Waitin
     return Ready{cancellable.woke_it() ? Ready::kCancelled : Ready::kTimedOut, 0};
 }
 
-// Registers every source and the deadline (if any), parks, then drops what
-// did not fire. The Waiter, the timer heap, a same-thread Event::set and a
-// cancel wake a fiber only while it is still blocked, so however many fire
-// before it runs, it wakes once. It parks again only if nothing it can see
-// fired (another fiber reset the Event first).
+// Registers every source and the deadline (if any) under one token, parks,
+// then drops what did not fire. The Waiter, the timer heap, a same-thread
+// Event::set and a cancel each wake the token, which ends the park once:
+// however many fire before the fiber runs, it wakes once. It parks again,
+// under the same token, only if nothing it can see fired (another fiber reset
+// the Event first).
 Ready wait_any_until(std::span<const Source> sources, const Clock::time_point* deadline,
                      const char* operation) {
     Waiter& waiter = Waiter::of_this_thread(operation);
@@ -63,20 +64,21 @@ Ready wait_any_until(std::span<const Source> sources, const Clock::time_point* d
     if (this_fiber::cancelled()) return Ready{Ready::kCancelled, 0};
     if (const Ready ready = already_ready(sources); !ready.timed_out()) return ready;
 
+    const ParkToken me = self->manager->begin_wait();
     std::array<Waiter::Waiting, kMaxSources> waitings;
     for (std::size_t i = 0; i < sources.size(); ++i) {
-        waitings[i] = Waiter::Waiting{sources[i].fd, sources[i].events, 0, self};
+        waitings[i] = Waiter::Waiting{sources[i].fd, sources[i].events, 0, me};
         waiter.watch(waitings[i]);
-        if (sources[i].event) sources[i].event->attach(self);
+        if (sources[i].event) sources[i].event->attach(me);
     }
-    Timer timer{deadline ? *deadline : Clock::time_point{}, self};
+    Timer timer{deadline ? *deadline : Clock::time_point{}, me};
     if (deadline) TimerHeap::of_this_thread().add(timer);
     Ready ready;
     {
-        const CancelScope cancellable(self);
+        const CancelScope cancellable(me);
         do {
             self->manager->park(
-                WaitSite{deadline ? "wait_any (with a timeout)" : "wait_any", nullptr, nullptr});
+                me, WaitSite{deadline ? "wait_any (with a timeout)" : "wait_any", nullptr, nullptr});
             ready = what_fired(sources, std::span(waitings.data(), sources.size()), cancellable);
         } while (ready.timed_out() && !timer.expired);
     }

@@ -1,9 +1,10 @@
 // waiter_fds.cpp — lesson 6: lesson 4's fd waits, where a fiber woken by something else is not woken again.
 //
-// Replaces lesson 4's waiter_fds.cpp from stage 6 on: wake_if_ready wakes a
-// fiber only while it is still blocked (another of its waits, or its timer,
-// may have woken it first), and unwatch() drops a registration that did not
-// fire; and a cancel ends a wait (cancel.hpp), with revents 0.
+// Replaces lesson 4's waiter_fds.cpp from stage 6 on: a fiber may now have
+// other wakers (another of its fds, its timer), and the first wins: the
+// token's wake (lesson 2) does nothing once the wait is over; unwatch() drops
+// a registration that did not fire; and a cancel ends a wait (cancel.hpp),
+// with revents 0.
 #include "fib/waiter.hpp"
 
 #include <cstdio>
@@ -34,7 +35,7 @@ void Waiter::wake_ready() {
 // Errors and hang-ups concern both directions; POLLIN and POLLOUT only theirs.
 // A fiber that waited both ways holds both slots and is woken once. A fiber
 // that something else has already woken (another of its fds, or its deadline)
-// is not Blocked any more: it only learns the revents.
+// is not parked under its token any more: it only learns the revents.
 void Waiter::wake_if_ready(FdWaiters& fd, Waiting* waiting, short revents) {
     if (!waiting) return;
     const short mine = static_cast<short>(revents & (waiting->events | POLLERR | POLLHUP | POLLNVAL));
@@ -43,21 +44,19 @@ void Waiter::wake_if_ready(FdWaiters& fd, Waiting* waiting, short revents) {
     if (fd.reader == waiting) fd.reader = nullptr;
     if (fd.writer == waiting) fd.writer = nullptr;
     --stats_.waiting;
-    if (waiting->fiber->state != FiberState::Blocked) return;
-    ++stats_.wakeups;
-    manager_.wake(waiting->fiber);
+    if (manager_.wake(waiting->token)) ++stats_.wakeups;
 }
 
 // A cancel ends the wait too (cancel.hpp), before its fd is ready: then
 // revents stays 0. A fiber already cancelled does not wait at all.
 short Waiter::wait(int fd, short events) {
     if (this_fiber::cancelled()) return 0;
-    Waiting waiting{fd, events, 0, manager_.running()};
+    Waiting waiting{fd, events, 0, manager_.begin_wait()};
     watch(waiting);
     {
-        const CancelScope cancellable(waiting.fiber);
-        manager_.park(WaitSite{events & kWriteEvents ? "Waiter::wait (write)" : "Waiter::wait (read)",
-                               nullptr, nullptr});
+        const CancelScope cancellable(waiting.token);
+        manager_.park(waiting.token, WaitSite{events & kWriteEvents ? "Waiter::wait (write)" : "Waiter::wait (read)",
+                                              nullptr, nullptr});
     }
     unwatch(waiting);
     return waiting.revents;
@@ -66,7 +65,7 @@ short Waiter::wait(int fd, short events) {
 void Waiter::watch(Waiting& waiting) {
     if (FiberManager::current() != &manager_)
         fatal("Waiter::wait() was called from a thread that is not its manager's");
-    FiberRecord* self = waiting.fiber;
+    FiberRecord* self = waiting.token.fiber;
     if (self == self_) fatal("the Waiter's own fiber called Waiter::wait()");
     const int fd = waiting.fd;
     const short events = waiting.events;
@@ -84,7 +83,7 @@ void Waiter::watch(Waiting& waiting) {
     if (taken) {
         const char* verb = taken == waiters.reader ? "read" : "write";
         fatal("%s waits to %s fd %d, which %s already waits to %s; one fiber per direction per fd",
-              label(*self).text, verb, fd, label(*taken->fiber).text, verb);
+              label(*self).text, verb, fd, label(*taken->token.fiber).text, verb);
     }
     waiting.revents = 0;
     if (reads) waiters.reader = &waiting;
@@ -119,9 +118,9 @@ void Waiter::report_stuck_waits() {
     for (std::size_t fd = 0; fd < by_fd_.size(); ++fd) {
         const FdWaiters& waiters = by_fd_[fd];
         if (waiters.reader)
-            std::fprintf(stderr, "  %s: waits to read fd %zu\n", label(*waiters.reader->fiber).text, fd);
+            std::fprintf(stderr, "  %s: waits to read fd %zu\n", label(*waiters.reader->token.fiber).text, fd);
         if (waiters.writer && waiters.writer != waiters.reader)
-            std::fprintf(stderr, "  %s: waits to write fd %zu\n", label(*waiters.writer->fiber).text, fd);
+            std::fprintf(stderr, "  %s: waits to write fd %zu\n", label(*waiters.writer->token.fiber).text, fd);
     }
     fatal("the Waiter was destroyed with fibers still waiting on fds; to wait for them, call "
           "FiberManager::wait_for_all() first; to end them, close their fds or cancel them");

@@ -5,6 +5,8 @@
 // environment's code as its function starts and ends.
 #include <cxxabi.h>
 
+#include <utility>
+
 #include "fib/fatal.hpp"
 #include "fib/fiber_manager.hpp"
 #include "fib/sanitizer.hpp"
@@ -102,11 +104,8 @@ void FiberManager::exit_running() {
         if (self->exception) report_escaped_exception(*self);
         dead_ = self;
     }
-    if (self->joiner) wake(self->joiner);
-    if (finished_ == spawned_ && main_waits_for_all_) {
-        main_waits_for_all_ = false;
-        wake(&main_);
-    }
+    wake(self->joiner);
+    if (finished_ == spawned_) wake(std::exchange(main_waits_for_all_, ParkToken{}));
     switch_to(next_or_deadlock());
     // Unreachable: nobody queues a finished fiber, and a detached one's record
     // is already gone, so the message must not read it.

@@ -72,8 +72,7 @@ void arrive(OffloadHome& home, OffloadState& state) {
     state.done = true;
     --home.outstanding;
     delivered_total.fetch_add(1, std::memory_order_relaxed);
-    FiberRecord* waiter = std::exchange(state.waiter, nullptr);
-    if (waiter && waiter->state == FiberState::Blocked) home.manager->wake(waiter);
+    home.manager->wake(std::exchange(state.waiter, ParkToken{}));
 }
 
 // The drainer: runs on the home thread while offloads are under way. It waits
@@ -115,7 +114,7 @@ struct Waiting {
     std::span<OffloadState* const> states;
 };
 void forget_waiter(void* context) {
-    for (OffloadState* state : static_cast<Waiting*>(context)->states) state->waiter = nullptr;
+    for (OffloadState* state : static_cast<Waiting*>(context)->states) state->waiter = ParkToken{};
 }
 
 }  // namespace
@@ -159,15 +158,16 @@ std::size_t wait_first(std::span<OffloadState* const> states, const char* what) 
         if (state->home->manager != &manager)
             fatal("%s from another thread than the one that started the work: a fiber waits "
                   "only for its own thread's offloads", what);
-        if (state->waiter) fatal("%s: %s waits for this work already", what, label(*state->waiter).text);
+        if (state->waiter.fiber)
+            fatal("%s: %s waits for this work already", what, label(*state->waiter.fiber).text);
     }
-    FiberRecord* self = manager.running();
     if (this_fiber::cancelled()) throw std::system_error(ECANCELED, std::generic_category(), what);
     Waiting waiting{states};
     {
-        const CancelScope cancellable(self, forget_waiter, &waiting);
-        for (OffloadState* state : states) state->waiter = self;
-        manager.park(WaitSite{what, nullptr, states[0]});
+        const ParkToken me = manager.begin_wait();
+        const CancelScope cancellable(me, forget_waiter, &waiting);
+        for (OffloadState* state : states) state->waiter = me;
+        manager.park(me, WaitSite{what, nullptr, states[0]});
         forget_waiter(&waiting);  // the first done woke it: leave the others
         if (cancellable.woke_it()) throw std::system_error(ECANCELED, std::generic_category(), what);
     }

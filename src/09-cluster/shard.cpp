@@ -149,7 +149,7 @@ void Shard::dispatch() {
             }
         }
         for (const std::shared_ptr<SlotTicket>& ticket : wakes)
-            if (ticket->fiber && ticket->fiber->state == FiberState::Blocked) manager_->wake(ticket->fiber);
+            manager_->wake(ticket->waiter);
         const bool stop_news = stop && !stopping_;
         if (stop_news) begin_stop();
         // Each new fiber runs before the next is made: one that does not

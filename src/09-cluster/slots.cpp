@@ -34,8 +34,8 @@ bool Slots::take(const char* what) {
     if (try_take()) return true;
     Shard& home = detail::shard_of_this_thread(what);
     FiberManager& manager = FiberManager::of_this_thread(what);
-    FiberRecord* self = manager.running();
-    auto ticket = std::make_shared<SlotTicket>(SlotTicket{&home, self});
+    const ParkToken me = manager.begin_wait();
+    auto ticket = std::make_shared<SlotTicket>(SlotTicket{&home, me});
     if (this_fiber::cancelled()) return false;
     {
         const std::lock_guard<std::mutex> lock(mutex_);
@@ -46,13 +46,13 @@ bool Slots::take(const char* what) {
         }
         waiting_.push_back(ticket);
     }
-    const CancelScope cancellable(self);
+    const CancelScope cancellable(me);
     for (;;) {
-        manager.park(WaitSite{what, nullptr, this});
+        manager.park(me, WaitSite{what, nullptr, this});
         const std::lock_guard<std::mutex> lock(mutex_);
         if (ticket->granted || closed_ || cancellable.woke_it()) break;
     }
-    ticket->fiber = nullptr;  // a wake still on its way finds nobody to wake
+    ticket->waiter = ParkToken{};  // a wake still on its way finds nobody to wake
     const std::lock_guard<std::mutex> lock(mutex_);
     std::erase(waiting_, ticket);
     return ticket->granted;

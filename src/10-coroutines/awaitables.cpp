@@ -17,7 +17,7 @@ void FdAwaiter::suspend(std::coroutine_handle<> task, Executor& executor) {
     waiter_ = &Waiter::of_this_thread("co_await readable()/writable()");
     executor_ = &executor;
     task_ = task;
-    waiting_.fiber = FiberManager::current()->running();
+    waiting_.token = ParkToken{FiberManager::current()->running(), 0};  // names it; wakes nothing
     waiter_->watch(waiting_);
 }
 
@@ -35,7 +35,7 @@ void SleepAwaiter::suspend(std::coroutine_handle<> task, Executor& executor) {
     timers_ = &TimerHeap::of_this_thread();
     executor_ = &executor;
     task_ = task;
-    timer_.fiber = FiberManager::current()->running();
+    timer_.token = ParkToken{FiberManager::current()->running(), 0};  // names it; wakes nothing
     timer_.on_due = &SleepAwaiter::due;
     timer_.context = this;
     timers_->add(timer_);

@@ -2,6 +2,7 @@
 #include "fib/executor.hpp"
 
 #include <exception>
+#include <utility>
 
 #include "fib/fatal.hpp"
 #include "fib/fiber.hpp"
@@ -79,10 +80,7 @@ void Executor::schedule(std::coroutine_handle<> coroutine) {
               "through an eventfd (co::Event::set)");
     ready_.push_back(coroutine);
     start_if_stopped();
-    if (parked_) {
-        parked_ = false;
-        manager_.wake(self_);
-    }
+    manager_.wake(std::exchange(parked_, ParkToken{}));
 }
 
 // The Executor's fiber. Each turn: one pass over the tasks ready now (those
@@ -93,8 +91,8 @@ void Executor::run() {
     self_ = manager_.running();
     while (!roots_.empty()) {
         if (ready_.empty()) {
-            parked_ = true;
-            manager_.park(WaitSite{"Executor: no task is ready", nullptr, this});
+            parked_ = manager_.begin_wait();
+            manager_.park(parked_, WaitSite{"Executor: no task is ready", nullptr, this});
             continue;
         }
         for (std::size_t pass = ready_.size(); pass > 0 && !ready_.empty(); --pass) {
@@ -135,10 +133,7 @@ void Executor::cancel_all() {
     ready_.clear();  // every handle in it belongs to a task about to go
     while (!roots_.empty()) roots_.back().destroy();
     ready_.clear();  // and what the Waiter queued while a destructor parked
-    if (parked_) {
-        parked_ = false;
-        manager_.wake(self_);
-    }
+    manager_.wake(std::exchange(parked_, ParkToken{}));
 }
 
 ExecutorStats Executor::stats() const {

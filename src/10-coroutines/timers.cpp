@@ -49,7 +49,7 @@ void TimerHeap::add(Timer& timer) {
     if (timer.index != Timer::kNotSet) fatal("a Timer was added to the heap twice");
     // A timer's on_expire runs on the Waiter's fiber: a sleep there would leave
     // nobody to ask the kernel, or to expire the timer.
-    if (timer.fiber == waiter_.self_)
+    if (timer.token.fiber == waiter_.self_)
         fatal("the Waiter's own fiber set a timer; it would sleep with nobody left to wake it");
     timer.expired = false;
     timer.order = next_order_++;
@@ -88,8 +88,9 @@ int TimerHeap::timeout_ms() const {
     return ms > INT_MAX ? INT_MAX : static_cast<int>(ms);
 }
 
-// A fiber that something else woke first (its fd, a notify) is not blocked any
-// more; its timer only leaves the heap, and the fiber cancels nothing.
+// A fiber that something else woke first (its fd, a notify) is not parked in
+// the wait its timer's token names any more: the timer only leaves the heap,
+// and cancels nothing.
 void TimerHeap::expire() {
     const Clock::time_point now = Clock::now();
     while (!heap_.empty() && heap_.front()->deadline <= now) {
@@ -100,10 +101,10 @@ void TimerHeap::expire() {
             timer->on_due(*timer);
             continue;
         }
-        if (timer->fiber->state != FiberState::Blocked) continue;
+        if (!FiberManager::parked(timer->token)) continue;
         timer->expired = true;
         if (timer->on_expire) timer->on_expire(*timer);
-        timer->fiber->manager->wake(timer->fiber);
+        timer->token.fiber->manager->wake(timer->token);
     }
 }
 
@@ -124,10 +125,10 @@ bool sleep_until(Clock::time_point deadline) {
     TimerHeap& timers = TimerHeap::of_this_thread();
     if (this_fiber::cancelled()) return false;
     if (deadline <= Clock::now()) return true;
-    Timer timer{deadline, manager.running()};
+    Timer timer{deadline, manager.begin_wait()};
     timers.add(timer);
-    const CancelScope cancellable(timer.fiber);
-    manager.park(WaitSite{"sleep_for", nullptr, nullptr});
+    const CancelScope cancellable(timer.token);
+    manager.park(timer.token, WaitSite{"sleep_for", nullptr, nullptr});
     timers.cancel(timer);  // a cancel came first: the deadline is moot
     return !cancellable.woke_it();
 }
@@ -139,20 +140,22 @@ WaitResult wait_for(CondVar& condvar, Clock::duration timeout) {
     FiberManager& manager = FiberManager::of_this_thread("wait_for() was called");
     TimerHeap& timers = TimerHeap::of_this_thread();
     if (this_fiber::cancelled()) return {WaitResult::kCancelled};
-    Timer timer{deadline_after(timeout), manager.running()};
-    timer.context = &condvar;
-    timer.on_expire = [](Timer& expired) {
-        static_cast<CondVar*>(expired.context)->remove(expired.fiber);
-    };
+    // One wait, one token, three wakers; the place on the CondVar's list, and
+    // what the timer and the cancel take the fiber off.
+    struct Place {
+        CondVar& condvar;
+        CondVar::Waiting waiting;
+        static void leave(void* place) {
+            Place& self = *static_cast<Place*>(place);
+            self.condvar.remove(self.waiting);
+        }
+    } place{condvar, {manager.begin_wait(), {}}};
+    Timer timer{deadline_after(timeout), place.waiting.token};
+    timer.context = &place;
+    timer.on_expire = [](Timer& expired) { Place::leave(expired.context); };
     timers.add(timer);
-    const CancelScope cancellable(
-        timer.fiber,
-        [](void* waiting) {
-            Timer* timer = static_cast<Timer*>(waiting);
-            static_cast<CondVar*>(timer->context)->remove(timer->fiber);
-        },
-        &timer);
-    condvar.wait(WaitSite{"wait_for (CondVar)", nullptr, &condvar});
+    const CancelScope cancellable(place.waiting.token, &Place::leave, &place);
+    condvar.wait(place.waiting, WaitSite{"wait_for (CondVar)", nullptr, &condvar});
     timers.cancel(timer);  // a notify or a cancel came first: the deadline is moot
     if (cancellable.woke_it()) return {WaitResult::kCancelled};
     return {timer.expired ? WaitResult::kTimedOut : WaitResult::kNotified};

@@ -19,11 +19,12 @@ auto while_fibers_blocked(fib::FiberManager& manager, long count, Measure measur
     for (long i = 0; i < count; ++i)
         fib::Fiber([&manager, &parked] {
             parked.push_back(manager.running());
-            manager.park(fib::WaitSite{"bench: blocked", nullptr, &parked});
+            manager.park(manager.begin_wait(), fib::WaitSite{"bench: blocked", nullptr, &parked});
         }).detach();
     manager.yield();  // every fiber runs once and parks
     const auto measured = measure();
-    while (fib::FiberRecord* fiber = parked.pop_front()) manager.wake(fiber);
+    // Each fiber on the list is parked in its one wait: wake that one.
+    while (fib::FiberRecord* fiber = parked.pop_front()) manager.wake({fiber, fiber->waits});
     manager.wait_for_all();
     return measured;
 }

@@ -30,13 +30,13 @@ Summary add_cancel_each(long operations) {
     fib::Waiter waiter;
     fib::TimerHeap& heap = fib::TimerHeap::of_this_thread();
     const fib::Clock::time_point far = fib::Clock::now() + std::chrono::hours(1);
-    std::vector<fib::Timer> others(kOtherTimers, fib::Timer{far, manager.running()});
+    std::vector<fib::Timer> others(kOtherTimers, fib::Timer{far, manager.begin_wait()});
     for (long i = 0; i < kOtherTimers; ++i) {
         others[i].deadline = far + std::chrono::milliseconds(i * 7919 % kOtherTimers);
         heap.add(others[i]);
     }
     const Summary summary = ns_per_op(operations, [&](long count) {
-        fib::Timer timer{far, manager.running()};
+        fib::Timer timer{far, manager.begin_wait()};
         for (long i = 0; i < count; ++i) {
             timer.deadline = far + std::chrono::milliseconds(i * 104729 % kOtherTimers);
             heap.add(timer);

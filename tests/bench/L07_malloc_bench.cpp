@@ -77,11 +77,12 @@ long heap_with_fibers_parked(fib::FiberManager& manager, long count) {
         fib::Fiber([&manager, &parked] {
             malloc_and_free();
             parked.push_back(manager.running());
-            manager.park(fib::WaitSite{"bench: parked", nullptr, &parked});
+            manager.park(manager.begin_wait(), fib::WaitSite{"bench: parked", nullptr, &parked});
         }).detach();
     manager.yield();
     const long in_use = heap_in_use();
-    while (fib::FiberRecord* fiber = parked.pop_front()) manager.wake(fiber);
+    // Each fiber on the list is parked in its one wait: wake that one.
+    while (fib::FiberRecord* fiber = parked.pop_front()) manager.wake({fiber, fiber->waits});
     manager.wait_for_all();
     return in_use;
 }

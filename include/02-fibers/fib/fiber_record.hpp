@@ -40,6 +40,16 @@ struct WaitSite {
     const void* object = nullptr;            // the object waited on, if any
 };
 
+// One wait of one fiber, named so that a wake can say which wait it ends. A fiber
+// begins each wait by taking a new token (FiberManager::begin_wait()) and hands
+// it to whoever will wake it; wake() ends only the wait the token names. A wake
+// that comes late, after the fiber has begun another wait, does nothing: a waker
+// can never end a wait it was not part of.
+struct ParkToken {
+    struct FiberRecord* fiber = nullptr;
+    std::uint64_t wait = 0;  // which of the fiber's waits: its `waits` count then
+};
+
 struct FiberRecord {
     Context context;               // saved registers while not running
     FiberManager* manager = nullptr;
@@ -50,8 +60,9 @@ struct FiberRecord {
 
     ListLink<FiberRecord> queue_link;  // in the ready queue while Ready; free while Blocked
     ListLink<FiberRecord> all_link;    // in the manager's list of every record
-    FiberRecord* joiner = nullptr;     // the fiber blocked in join() on this one
+    ParkToken joiner;                  // the fiber parked in join() on this one
     WaitSite waiting_for;              // set while Blocked
+    std::uint64_t waits = 0;           // waits begun: the current (or last) wait's number
 
     // The callable, stored just below this record; `run_body` invokes it once
     // and destroys it. An exception it lets escape is kept for join().

@@ -27,6 +27,13 @@ namespace fib {
 
 class CondVar {
 public:
+    // One fiber's place on the wait list, in its own frame while it waits: the
+    // token of its wait, which a notify wakes.
+    struct Waiting {
+        ParkToken token;
+        ListLink<Waiting> link;
+    };
+
     CondVar() = default;
     ~CondVar();  // a CondVar with waiters must not die: stops the program naming one
     CondVar(const CondVar&) = delete;
@@ -51,9 +58,10 @@ public:
     std::size_t waiters() const { return waiters_.size(); }
 
 private:
+    void park_in(Waiting& place, const WaitSite& site);  // on the list, parked
     FiberManager& manager_for_notify(const char* operation) const;
 
-    IntrusiveList<FiberRecord, &FiberRecord::queue_link> waiters_;
+    IntrusiveList<Waiting, &Waiting::link> waiters_;
     FiberManager* manager_ = nullptr;  // the manager of the waiting fibers, while there are any
 };
 

@@ -93,7 +93,7 @@ private:
         int fd;
         short events;
         short revents = 0;  // what woke it; 0 while registered
-        FiberRecord* fiber;
+        ParkToken token;  // the waiting fiber's wait, which the fd's readiness wakes
     };
     // wait() is watch(), park, and reading revents. watch() registers a wait;
     // when its fd is ready the Waiter sets revents, drops the registration and

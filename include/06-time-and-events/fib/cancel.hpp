@@ -43,7 +43,8 @@ namespace fib {
 // before parking and after waking.
 class CancelScope {
 public:
-    explicit CancelScope(FiberRecord* fiber, void (*undo)(void*) = nullptr,
+    // `token`: the wait (begin_wait) that a cancel ends, the running fiber's.
+    explicit CancelScope(ParkToken token, void (*undo)(void*) = nullptr,
                          void* context = nullptr);
     ~CancelScope();
     CancelScope(const CancelScope&) = delete;

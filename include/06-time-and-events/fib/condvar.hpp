@@ -32,6 +32,13 @@ namespace fib {
 
 class CondVar {
 public:
+    // One fiber's place on the wait list, in its own frame while it waits: the
+    // token of its wait, which a notify wakes.
+    struct Waiting {
+        ParkToken token;
+        ListLink<Waiting> link;
+    };
+
     CondVar() = default;
     ~CondVar();  // a CondVar with waiters must not die: stops the program naming one
     CondVar(const CondVar&) = delete;
@@ -55,15 +62,18 @@ public:
 
     std::size_t waiters() const { return waiters_.size(); }
 
-    // Takes `fiber`, which must be waiting on this CondVar, off the wait list
-    // without waking it: its waker (a timer, a cancel) then wakes it, and no
-    // notify will.
-    void remove(FiberRecord* fiber) { waiters_.remove(fiber); }
+    // A wait whose fiber took its token (begin_wait) and has other wakers too
+    // (a timer, a cancel): `place` holds the token, in the fiber's frame.
+    void wait(Waiting& place, const WaitSite& site) { park_in(place, site); }
+    // Takes `place`, which must be on the wait list, off it without waking its
+    // fiber: its other waker then wakes it, and no notify will.
+    void remove(Waiting& place) { waiters_.remove(&place); }
 
 private:
+    void park_in(Waiting& place, const WaitSite& site);  // on the list, parked
     FiberManager& manager_for_notify(const char* operation) const;
 
-    IntrusiveList<FiberRecord, &FiberRecord::queue_link> waiters_;
+    IntrusiveList<Waiting, &Waiting::link> waiters_;
     FiberManager* manager_ = nullptr;  // the manager of the waiting fibers, while there are any
 };
 

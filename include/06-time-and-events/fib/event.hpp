@@ -56,19 +56,19 @@ public:
     bool try_wait();
 
     // For wait_any (wait_any.hpp): the flag, without resetting it; the
-    // eventfd (to watch, never to write); and the fiber a same-thread set()
-    // wakes while it waits.
+    // eventfd (to watch, never to write); and the wait a same-thread set()
+    // wakes, while there is one.
     bool flag_set() const { return signaled_.load(std::memory_order_relaxed); }
     int fd() const { return eventfd_.get(); }
-    void attach(FiberRecord* fiber);
-    void detach() { waiting_ = nullptr; }
+    void attach(ParkToken waiting);
+    void detach() { waiting_ = ParkToken{}; }
 
 private:
     UniqueFd eventfd_;
     std::atomic<FiberManager*> owner_{nullptr};  // the thread's manager, from the first wait
     std::atomic<bool> eventfd_used_{false};      // set for good by the first eventfd write
     std::atomic<bool> signaled_{false};          // set() on the owner's thread
-    FiberRecord* waiting_ = nullptr;             // the fiber in wait() or wait_any()
+    ParkToken waiting_;                          // the wait of the fiber in wait() or wait_any()
 };
 
 }  // namespace fib

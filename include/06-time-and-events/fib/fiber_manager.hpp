@@ -79,12 +79,25 @@ public:
         if (trace_) [[unlikely]] trace_->end_span(*running_, result_name, result);
     }
 
-    // Blocking, for join() and for any synchronisation built on top: park()
-    // blocks the running fiber until some other fiber calls wake() on it; `site`
-    // says what it waits for, for the deadlock report. Wake order is FIFO
-    // through the ready queue.
-    void park(WaitSite site);
-    void wake(FiberRecord* fiber);
+    // Blocking, for join() and for any synchronisation built on top. A wait
+    // begins with a token (fiber_record.hpp), handed to whoever will wake it;
+    // park() blocks the running fiber until a wake with that token, and `site`
+    // says what it waits for, for the deadlock report:
+    //
+    //   ParkToken me = manager.begin_wait();   // every earlier token is stale now
+    //   register(me);                          // where the waker will find it
+    //   while (!done) manager.park(me, site);  // a wait may park again, same token
+    //   ...                                    // the waker, later: manager.wake(me)
+    //
+    // wake() queues the fiber if it is parked under that token and returns
+    // whether it did: a stale token, or a fiber already woken, changes nothing.
+    // Wake order is FIFO through the ready queue. parked() asks without waking.
+    ParkToken begin_wait() { return {running_, ++running_->waits}; }
+    void park(ParkToken token, WaitSite site);
+    bool wake(ParkToken token);
+    static bool parked(ParkToken token) {
+        return token.fiber && token.fiber->state == FiberState::Blocked && token.fiber->waits == token.wait;
+    }
     // Asks `fiber` to give up its current wait, or its next one (see cancel.hpp).
     void cancel(FiberRecord* fiber);
 
@@ -137,7 +150,7 @@ private:
     std::uint64_t finished_ = 0;
     std::uint64_t switches_ = 0;
     Trace* trace_ = nullptr;  // null unless FIB_TRACE is set (trace.hpp)
-    bool main_waits_for_all_ = false;
+    ParkToken main_waits_for_all_;    // main, parked in wait_for_all()
     bool shuffled_ = false;               // FIB_SCHEDULE_SEED is set (shuffle.hpp)
     std::uint64_t shuffle_state_ = 0;     // the seeded sequence's state
     OverflowGuard overflow_guard_;  // reports a fiber overflowing its stack

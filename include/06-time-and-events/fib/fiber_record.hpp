@@ -43,12 +43,23 @@ struct WaitSite {
     const void* object = nullptr;            // the object waited on, if any
 };
 
+// One wait of one fiber, named so that a wake can say which wait it ends. A fiber
+// begins each wait by taking a new token (FiberManager::begin_wait()) and hands
+// it to whoever will wake it; wake() ends only the wait the token names. A wake
+// that comes late, after the fiber has begun another wait, does nothing: a waker
+// can never end a wait it was not part of.
+struct ParkToken {
+    struct FiberRecord* fiber = nullptr;
+    std::uint64_t wait = 0;  // which of the fiber's waits: its `waits` count then
+};
+
 // While a fiber is parked in a wait that a cancel may end: how to take it off
 // whatever it waits on (a CondVar's list, say) before the cancel wakes it.
 // Kept in the waiting fiber's frame; see CancelScope in cancel.hpp.
 struct CancelHook {
     void (*undo)(void* context) = nullptr;  // nullptr: waking the fiber is enough
     void* context = nullptr;
+    ParkToken token;                         // the wait a cancel ends
 };
 
 struct FiberRecord {
@@ -61,8 +72,9 @@ struct FiberRecord {
 
     ListLink<FiberRecord> queue_link;  // in the ready queue while Ready; free while Blocked
     ListLink<FiberRecord> all_link;    // in the manager's list of every record
-    FiberRecord* joiner = nullptr;     // the fiber blocked in join() on this one
+    ParkToken joiner;                  // the fiber parked in join() on this one
     WaitSite waiting_for;              // set while Blocked
+    std::uint64_t waits = 0;           // waits begun: the current (or last) wait's number
     bool cancel_requested = false;     // cancel() was called; it stays so
     const CancelHook* cancel_hook = nullptr;  // set while in a wait a cancel may end
 

@@ -26,11 +26,12 @@ class Waiter;
 using Clock = std::chrono::steady_clock;
 
 // One deadline of one waiting fiber, kept in that fiber's frame. When it
-// expires and the fiber is still blocked, `on_expire` (if any) undoes the rest
-// of the wait (wait_for takes the fiber off its CondVar), then the fiber wakes.
+// expires and the fiber is still parked in the wait its token names,
+// `on_expire` (if any) undoes the rest of the wait (wait_for takes the fiber
+// off its CondVar), then the fiber wakes.
 struct Timer {
     Clock::time_point deadline;
-    FiberRecord* fiber;
+    ParkToken token;               // the wait it ends
     void (*on_expire)(Timer& timer) = nullptr;
     void* context = nullptr;       // for on_expire
     bool expired = false;          // set when the deadline woke the fiber

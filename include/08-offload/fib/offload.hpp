@@ -58,7 +58,7 @@ struct OffloadState {
     std::exception_ptr error;            // what the callable threw
     std::shared_ptr<OffloadHome> home;   // null when run inline on a worker
     bool done = false;                   // home thread: the result has arrived
-    FiberRecord* waiter = nullptr;       // home thread: the fiber parked for it
+    ParkToken waiter;                    // home thread: the wait of the fiber parked for it
 };
 
 // Counts since the program started, over every thread.

@@ -37,7 +37,7 @@ class Shard;  // a Cluster's thread: its manager and its dispatcher (shard.hpp)
 // A fiber parked in take(), and the slot handed to it.
 struct SlotTicket {
     Shard* home;                 // where the wake goes
-    FiberRecord* fiber;          // touched on the home thread only; nullptr once it stops waiting
+    ParkToken waiter;            // touched on the home thread only; empty once it stops waiting
     bool granted = false;        // under the Slots' mutex: the slot is the fiber's
 };
 

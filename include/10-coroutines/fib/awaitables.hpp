@@ -43,7 +43,7 @@ Executor& executor_of(std::coroutine_handle<Promise> task, const char* what) {
 
 class FdAwaiter {
 public:
-    FdAwaiter(int fd, short events) : waiting_{fd, events, 0, nullptr, &FdAwaiter::ready, this} {}
+    FdAwaiter(int fd, short events) : waiting_{fd, events, 0, {}, &FdAwaiter::ready, this} {}
     ~FdAwaiter();  // withdraws the registration if it has not fired
     FdAwaiter(const FdAwaiter&) = delete;
     FdAwaiter& operator=(const FdAwaiter&) = delete;

@@ -45,7 +45,7 @@ struct Outcome {
     std::optional<std::conditional_t<std::is_void_v<T>, bool, T>> value;
     std::exception_ptr error;
     bool done = false;
-    FiberRecord* fiber = nullptr;  // parked until done
+    ParkToken waiter;  // the wait of the fiber parked until done
 };
 
 // Ends the outcome however the relay ends: with the task, or destroyed by
@@ -58,7 +58,7 @@ struct Finish {
             outcome.error = std::make_exception_ptr(std::runtime_error(
                 "co::run_and_wait: the task was destroyed before it ended (Executor::cancel_all)"));
         outcome.done = true;
-        if (outcome.fiber->state == FiberState::Blocked) outcome.fiber->manager->wake(outcome.fiber);
+        if (outcome.waiter.fiber) outcome.waiter.fiber->manager->wake(outcome.waiter);
     }
 };
 
@@ -87,9 +87,9 @@ T run_and_wait(Executor& executor, Task<T> task) {
               "waiting for a task only it can run; co_await the task instead",
               label(*manager.running()).text);
     detail::Outcome<T> outcome;
-    outcome.fiber = manager.running();
+    outcome.waiter = manager.begin_wait();
     executor.spawn(detail::relay(std::move(task), outcome), "run_and_wait");
-    while (!outcome.done) manager.park(WaitSite{"co::run_and_wait", nullptr, &executor});
+    while (!outcome.done) manager.park(outcome.waiter, WaitSite{"co::run_and_wait", nullptr, &executor});
     if (outcome.error) std::rethrow_exception(outcome.error);
     if constexpr (!std::is_void_v<T>) return std::move(*outcome.value);
 }

@@ -94,7 +94,7 @@ private:
     std::deque<std::coroutine_handle<>> ready_;
     std::vector<Root> roots_;                    // the spawned tasks not yet ended
     bool started_ = false;                       // the Executor's fiber is there
-    bool parked_ = false;                        // ... and parked, waiting for a task
+    ParkToken parked_;                           // ... and parked, waiting for a task: its wait
     FiberRecord* self_ = nullptr;                // the Executor's fiber, while it runs
     CondVar changed_;  // notified when the last task ends and when the fiber ends
     ExecutorStats stats_;

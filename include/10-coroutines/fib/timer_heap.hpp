@@ -32,18 +32,19 @@ class Waiter;
 using Clock = std::chrono::steady_clock;
 
 // One deadline of one waiting fiber, kept in that fiber's frame. When it
-// expires and the fiber is still blocked, `on_expire` (if any) undoes the rest
-// of the wait (wait_for takes the fiber off its CondVar), then the fiber wakes.
+// expires and the fiber is still parked in the wait its token names,
+// `on_expire` (if any) undoes the rest of the wait (wait_for takes the fiber
+// off its CondVar), then the fiber wakes.
 struct Timer {
     Clock::time_point deadline;
-    FiberRecord* fiber;
+    ParkToken token;               // the wait it ends
     void (*on_expire)(Timer& timer) = nullptr;
     void* context = nullptr;       // for on_expire
     bool expired = false;          // set when the deadline woke the fiber
     std::uint64_t order = 0;       // equal deadlines expire in the order they were set
     std::size_t index = kNotSet;   // where the heap keeps it
     // With on_due: called when the deadline passes (on the Waiter's fiber),
-    // instead of waking `fiber`, which is then only the one that set it.
+    // instead of waking a fiber; `token` then only names the one that set it.
     void (*on_due)(Timer& timer) = nullptr;
     static constexpr std::size_t kNotSet = ~std::size_t{0};
 };

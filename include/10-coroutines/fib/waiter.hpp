@@ -117,9 +117,9 @@ public:
         int fd;
         short events;
         short revents = 0;  // what woke it; 0 while registered
-        FiberRecord* fiber;  // the fiber that waits, or the one that registered on_ready
+        ParkToken token;  // the waiting fiber's wait; with on_ready, the fiber that registered
         // With on_ready: called when the fd is ready (revents set, the
-        // registration gone), instead of waking `fiber`. `context` is for it.
+        // registration gone), instead of waking a fiber. `context` is for it.
         void (*on_ready)(Waiting& waiting) = nullptr;
         void* context = nullptr;
     };
