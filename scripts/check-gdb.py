@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # check-gdb.py — lesson 2: gdb's fiber commands (scripts/fib_gdb.py), live and on core files.
 #
-#   check-gdb.py [DEMO]   (default: build/lesson2/demo; make check-gdb)
+#   check-gdb.py [DEMO [ECHO_SERVER]]
+#       (default: build/lesson2/demo build/lesson10/echo_server; make check-gdb)
 #
 # Stops lesson 2's demo where the consumer fiber starts: main is parked in join,
 # waiting for the producer, which yielded inside produce(). `info fibers` must list
@@ -13,14 +14,16 @@
 # gcore would not do, it writes the fiber stacks as zeros (lessons/02-fibers/APPENDIX.md).
 # Where core_pattern sends cores elsewhere, the core file checks say they are skipped.
 #
-# What the checks use (gdb in batch mode, sections of its output, core files, one line
-# per check): check_gdb_session.py.
+# Then the same commands where frame 0 is a C function, in the idle echo_server,
+# attached and from its core file: check_gdb_server.py. What both use (gdb in batch
+# mode, sections of its output, core files, one line per check): check_gdb_session.py.
 import os
 import re
 import shutil
 import sys
 import tempfile
 
+import check_gdb_server
 from check_gdb_session import MARK, Checker, frames, gdb_arguments, run_gdb
 
 COMMANDS = [
@@ -74,9 +77,9 @@ def check_stopped_demo(demo):
         if "consume" not in sections.get("start", "") or "info fibers" not in sections:
             print(f"check-gdb: the demo did not stop in consume; gdb printed:\n{output}", file=sys.stderr)
             return 1
-        live = Checker("live")
+        live = Checker("demo, live")
         check_demo(live, sections)
-        core = Checker("core file")
+        core = Checker("demo, core file")
         core_file = core.core_file(scratch, sections.get("abort", ""))
         if core_file:
             core_sections, _ = run_gdb([demo, core_file], gdb_arguments([], COMMANDS), scratch)
@@ -86,15 +89,17 @@ def check_stopped_demo(demo):
 
 def main(argv):
     demo = os.path.abspath(argv[1] if len(argv) > 1 else "build/lesson2/demo")
+    server = os.path.abspath(argv[2] if len(argv) > 2 else "build/lesson10/echo_server")
     sys.stdout.reconfigure(line_buffering=True)  # each line in its place among stderr's
     if not shutil.which("gdb"):
         print("check-gdb: gdb is not installed (apt-get install -y gdb); skipped")
         return 0
-    failures = check_stopped_demo(demo)
+    failures = check_stopped_demo(demo) + check_gdb_server.check_idle_server(server)
     if failures:
         print(f"check-gdb: {failures} checks failed", file=sys.stderr)
         return 1
-    print("check-gdb: gdb lists the fibers and unwinds each parked one, live and from a core file")
+    print("check-gdb: gdb lists the fibers and unwinds each parked one, live and from a core file, "
+          "in the demo stopped in a fiber and in the idle echo_server stopped in epoll_wait")
     return 0
 
 

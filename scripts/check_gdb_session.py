@@ -1,7 +1,7 @@
 # check_gdb_session.py — lesson 2: what make check-gdb's checks share: gdb in batch mode with
 # its output cut into named sections, the kernel's core files, one line per check.
 #
-# scripts/check-gdb.py checks lesson 2's demo with it.
+# scripts/check-gdb.py checks lesson 2's demo with it, check_gdb_server.py the idle echo_server.
 import os
 import re
 import resource
@@ -67,10 +67,12 @@ class Checker:
             self.failures += 1
             print(f"check-gdb: {self.where}: {what}: FAILED; gdb printed:\n{text}\n", file=sys.stderr)
 
-    # A backtrace from `first` to `last` through `contains`, every frame a named function.
-    def clean_backtrace(self, what, text, first, contains, last):
+    # A backtrace from `first` to `last` through `contains`, every frame a named function,
+    # after the heading `fiber bt` prints, if one is given.
+    def clean_backtrace(self, what, text, first, contains, last, heading=None):
         trace = frames(text)
         self.expect(what, bool(trace) and first in trace[0] and last in trace[-1]
+                    and (heading is None or heading in text)
                     and all(any(c in frame for frame in trace) for c in contains)
                     and not any(re.search(r" in  \(\)|\?\? \(", frame) for frame in trace)
                     and not re.search(r"Backtrace stopped|corrupt|Python Exception|Error", text), text)
