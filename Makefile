@@ -559,9 +559,11 @@ check-backtrace: lesson2
 	@scripts/check-gdb-backtrace.sh $(OUT)/lesson2/demo
 
 # gdb's fiber commands (scripts/fib_gdb.py): info fibers, fiber bt, fiber ID, on the lesson-2
-# demo stopped in a fiber and on a core file of it (skipped without gdb).
-check-gdb: lesson2
-	@scripts/check-gdb.py $(OUT)/lesson2/demo
+# demo stopped in a fiber, and on the last stage's echo_server attached while it idles in
+# epoll_wait (a C frame, where gdb parses C unless the script says C++) with clients parked
+# in reads; each then on a core file of it (skipped without gdb).
+check-gdb: lesson2 lesson$(LAST_LESSON)
+	@scripts/check-gdb.py $(OUT)/lesson2/demo $(OUT)/lesson$(LAST_LESSON)/echo_server
 
 # The last stage's programs: build/lesson$(LAST_LESSON)/echo_server, chat_server, ...
 programs: lesson$(LAST_LESSON)
@@ -641,7 +643,7 @@ help:
 	@echo "                      assembly's CET note and unwind rows (scripts/check-asm.py)"
 	@echo "make check-backtrace  check that gdb's bt inside a fiber ends at the trampoline"
 	@echo "make check-gdb        check gdb's info fibers, fiber bt and fiber ID (scripts/fib_gdb.py)"
-	@echo "                      on lesson 2's demo, live and from a core file"
+	@echo "                      on lesson 2's demo and the idle echo_server, live and from a core file"
 	@echo "make check-echo-server  echo a line through each stage's echo_server (and cluster_echo,"
 	@echo "                      co_echo_server), stop it with SIGINT"
 	@echo "make docs             the course as pages, prose beside code: open build/docs/index.html"

@@ -16,6 +16,13 @@
 #
 # Fiber ids count per manager; T is gdb's thread number of the manager's thread,
 # needed only when several managers have a fiber with that id.
+#
+# Every command reads the fibers in C++ (cplusplus(), below), whatever frame is
+# selected: in a program that waits in a system call, frame 0 is libc's wrapper,
+# a C function, where gdb would parse fib::FiberManager::registry_ as C and
+# find nothing.
+import contextlib
+
 import gdb
 import gdb.unwinder
 
@@ -24,6 +31,24 @@ STATES = {"Running": "running", "Ready": "ready", "Blocked": "parked", "Finished
 
 class FiberError(gdb.GdbError):
     pass
+
+
+@contextlib.contextmanager
+def cplusplus():
+    """Evaluate expressions and type names as C++ inside the block, then give back the
+    user's `set language`, error or not. "auto" follows the selected frame's language,
+    and a thread switch inside the block selects a frame, so auto is not kept: C++ is
+    set by hand and "auto" set again afterwards, which takes the frame's language anew.
+    to_string keeps gdb's "the current language does not match this frame" quiet."""
+    setting = gdb.parameter("language")
+    if setting == "c++":
+        yield
+        return
+    gdb.execute("set language c++", to_string=True)
+    try:
+        yield
+    finally:
+        gdb.execute(f"set language {setting}", to_string=True)
 
 
 def managers():
@@ -200,6 +225,25 @@ def select(manager, fiber):
     return thread
 
 
+def selected_level():
+    """The level of the frame the user selected, or None without a stack."""
+    try:
+        return gdb.selected_frame().level()
+    except gdb.error:
+        return None
+
+
+def select_level(level):
+    """Select frame LEVEL of the selected thread through gdb's Python API: `frame N`
+    would parse N as an expression of the user's language, and not every one has them."""
+    if level is None:
+        return
+    frame = gdb.newest_frame()
+    for _ in range(level):
+        frame = frame.older() or frame  # a stack shorter than before ends at its last frame
+    frame.select()
+
+
 def deselect(_event=None):
     if unwinder.selected is not None:
         unwinder.selected = None
@@ -213,6 +257,10 @@ class InfoFibers(gdb.Command):
         super().__init__("info fibers", gdb.COMMAND_STACK)
 
     def invoke(self, argument, from_tty):
+        with cplusplus():
+            self.list_fibers()
+
+    def list_fibers(self):
         for manager in managers():
             thread = thread_of(manager)
             where = f"thread {thread.num}" if thread else "no gdb thread"
@@ -239,11 +287,15 @@ fiber bt [THREAD.]ID   print its backtrace, without selecting it"""
     def invoke(self, argument, from_tty):
         if not argument.strip():
             raise FiberError("fiber: say which: fiber ID, fiber bt ID, fiber off (see `info fibers`)")
-        manager, fiber = find(argument)
-        thread = select(manager, fiber)
-        gdb.write(f"[{label(fiber)} on thread {thread.num}: frame 0 is still the thread's own; "
+        with cplusplus():
+            manager, fiber = find(argument)
+            thread = select(manager, fiber)
+            name = label(fiber)
+        # gdb's own output (here and in `fiber bt`) in the user's language, as `bt` prints it.
+        gdb.write(f"[{name} on thread {thread.num}: frame 0 is still the thread's own; "
                   f"frames from 1 are the fiber's; `fiber off` to leave]\n")
-        gdb.execute("frame 1")
+        select_level(1)
+        gdb.execute("frame")
 
 
 class FiberOff(gdb.Command):
@@ -254,7 +306,8 @@ class FiberOff(gdb.Command):
 
     def invoke(self, argument, from_tty):
         deselect()
-        gdb.execute("frame 0")
+        select_level(0)
+        gdb.execute("frame")
 
 
 class FiberBacktrace(gdb.Command):
@@ -264,17 +317,22 @@ class FiberBacktrace(gdb.Command):
         super().__init__("fiber bt", gdb.COMMAND_STACK)
 
     def invoke(self, argument, from_tty):
-        manager, fiber = find(argument)
-        previous_thread, previous = gdb.selected_thread(), unwinder.selected
-        select(manager, fiber)
+        # The user's thread and frame are selected again afterwards, and with them, under
+        # `set language auto`, the language they had.
+        thread, level, previous = gdb.selected_thread(), selected_level(), unwinder.selected
         try:
-            gdb.write(f"{label(fiber)}, {state_of(fiber)}"
-                      f"{': ' + waits_for(fiber) if waits_for(fiber) else ''}:\n")
+            with cplusplus():
+                manager, fiber = find(argument)
+                select(manager, fiber)
+                waits = waits_for(fiber)
+                heading = f"{label(fiber)}, {state_of(fiber)}{': ' + waits if waits else ''}:\n"
+            gdb.write(heading)
             gdb.write(gdb.execute("bt", to_string=True))
         finally:
             unwinder.selected = previous
-            previous_thread.switch()
+            thread.switch()
             gdb.invalidate_cached_frames()
+            select_level(level)
 
 
 unwinder = FiberUnwinder()
