@@ -1,10 +1,12 @@
 // L02_wake_token_test.cpp — lesson 2: wakes name the wait they end. A wake with an earlier wait's
 // token (one that came late) leaves a later wait alone, a token taken for a wait that never
 // parked wakes nothing later, a second wake of one wait does nothing, and parking under a token
-// that is not the fiber's current wait stops the program.
+// that is not the fiber's current wait stops the program; so does a park that the fiber's
+// on_park refuses.
 #include <gtest/gtest.h>
 
 #include "L02_schedule.hpp"
+#include "fib/fatal.hpp"
 #include "fib/fiber.hpp"
 
 namespace {
@@ -102,6 +104,27 @@ TEST(L02_WakeTokenDeathTest, ParkingUnderATokenThatIsNotTheCurrentWaitsStops) {
     EXPECT_DEATH(park_under_another_fibers_token(),
                  "fiber 1 \\(borrower\\) parked in main's wait with a token that is not its "
                  "current wait's");
+}
+
+// Code run on a fiber for others (a callback, a task) may forbid it to park: park() asks the
+// fiber's on_park first, which stops the program naming the wait.
+void park_where_parking_is_refused() {
+    fib::FiberManager manager;
+    fib::Fiber runner({.name = "runner"}, [&manager] {
+        fib::FiberRecord& self = *manager.running();
+        self.on_park = [](const fib::FiberRecord& fiber, const fib::WaitSite& site, void* why) {
+            fib::fatal("%s parked in %s while %s", fib::label(fiber).text, site.what,
+                       static_cast<const char*>(why));
+        };
+        self.on_park_context = const_cast<char*>("it ran a callback");
+        manager.park(manager.begin_wait(), fib::WaitSite{"a nap", nullptr, nullptr});
+    });
+    runner.join();
+}
+
+TEST(L02_WakeTokenDeathTest, AFiberWhoseOnParkRefusesStopsNamingTheWait) {
+    EXPECT_DEATH(park_where_parking_is_refused(),
+                 "fiber 1 \\(runner\\) parked in a nap while it ran a callback");
 }
 
 }  // namespace

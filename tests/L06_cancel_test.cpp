@@ -1,8 +1,10 @@
 // L06_cancel_test.cpp — lesson 6: Fiber::cancel(). Each blocking wait of the lesson, cancelled
 // while it waits, returns at once with its own result (ECANCELED, false, cancelled()) and leaves
 // nothing behind: no registration, no timer, no place on a CondVar's list. A cancel is sticky:
-// asked before the wait, every later wait returns at once. Lesson 3's CondVar::wait is not cut
-// short. Only the fiber's own thread may cancel it.
+// asked before the wait, every later wait returns at once. Lesson 3's CondVar::wait throws
+// Cancelled, a Channel's send and receive fail, join() passes the cancel on to the fiber it
+// joins and waits for its end, and a CancelShield keeps a cancel for after a wait that must
+// end on its own. Only the fiber's own thread may cancel it.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -11,11 +13,14 @@
 
 #include <cerrno>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "L04_waiter_harness.hpp"
+#include "fib/cancel.hpp"
+#include "fib/channel.hpp"
 #include "fib/condvar.hpp"
 #include "fib/event.hpp"
 #include "fib/fiber.hpp"
@@ -240,24 +245,130 @@ TEST(L06_Cancel, ASourceThatFiredFirstWinsTheCancelEndsTheNextWait) {
     EXPECT_TRUE(mail.try_wait());
 }
 
-// Lesson 3's CondVar::wait cannot say it was cut short, and a caller looping on it would spin:
-// a cancel leaves it waiting for its notify. The fiber's next wait of this lesson sees it.
-TEST(L06_Cancel, ACondVarWaitIsNotCutShortTheNextCancellableWaitIs) {
+// Lesson 3's CondVar::wait returns nothing that could say it was cut short, and a caller
+// looping on it would spin if it just returned: it throws Cancelled (ECANCELED), and its place
+// leaves the list at once, so the next notify reaches the next waiter.
+TEST(L06_Cancel, ACondVarWaitThrowsCancelledAndTheNextNotifyReachesTheNextWaiter) {
     fib::FiberManager manager;
     fib::Waiter waiter;
     fib::CondVar changed;
-    bool slept = true;
-    fib::Fiber blocked([&] {
-        changed.wait();
-        slept = fib::sleep_for(1h);
+    bool ready = false, first_cancelled = false, second_woke = false;
+    int error = 0;
+    fib::Fiber first([&] {
+        try {
+            changed.wait();  // once: a wait cut short must not return as if notified
+        } catch (const fib::Cancelled& cancelled) {
+            first_cancelled = true;
+            error = cancelled.code().value();
+        }
     });
-    ASSERT_TRUE(yield_until([&] { return changed.waiters() == 1; }));
-    blocked.cancel();
+    fib::Fiber second([&] {
+        while (!ready) changed.wait();
+        second_woke = true;
+    });
+    ASSERT_TRUE(yield_until([&] { return changed.waiters() == 2; }));
+    first.cancel();
+    EXPECT_EQ(changed.waiters(), 1u);  // off the list before it even runs
+    first.join();
+    EXPECT_TRUE(first_cancelled);
+    EXPECT_EQ(error, ECANCELED);
+    ready = true;
+    changed.notify_one();  // reaches the second, not the cancelled first
+    second.join();
+    EXPECT_TRUE(second_woke);
+}
+
+TEST(L06_Cancel, ACondVarWaitOfAFiberCancelledBeforeItThrowsWithoutParking) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    fib::CondVar never;
+    bool threw = false;
+    fib::Fiber late([&] {
+        fib::this_fiber::yield();  // the cancel comes while it runs elsewhere
+        try {
+            never.wait();
+        } catch (const fib::Cancelled&) {
+            threw = true;
+        }
+    });
+    late.cancel();
+    late.join();
+    EXPECT_TRUE(threw);
+    EXPECT_EQ(never.waiters(), 0u);
+}
+
+// A Channel's send and receive, which wait on CondVars, end as for a closed channel.
+TEST(L06_Cancel, ChannelSendReturnsFalseAndReceiveNothingWhenCancelled) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    fib::Channel<int> full(1), empty(1);
+    ASSERT_TRUE(full.send(1));
+    bool sent = true;
+    std::optional<int> received = 7;
+    fib::Fiber sender([&] { sent = full.send(2); });
+    fib::Fiber receiver([&] { received = empty.receive(); });
     for (int i = 0; i < 5; ++i) fib::this_fiber::yield();
-    EXPECT_EQ(changed.waiters(), 1u);
-    changed.notify_one();
-    blocked.join();
-    EXPECT_FALSE(slept);
+    sender.cancel();
+    receiver.cancel();
+    sender.join();
+    receiver.join();
+    EXPECT_FALSE(sent);
+    EXPECT_FALSE(received.has_value());
+    EXPECT_EQ(full.size(), 1u);   // the cancelled send put nothing in
+    EXPECT_FALSE(full.closed());  // and closed nothing: the channel goes on
+    EXPECT_EQ(full.receive(), std::optional<int>(1));
+}
+
+// join() waits for a fiber whose captures may point into the joiner's frame, so a cancel does
+// not cut it short: it passes the cancel on to the fiber joined, whose own wait ends, and the
+// joiner returns once that fiber has ended.
+TEST(L06_Cancel, CancellingAJoinerCancelsTheFiberItJoinsAndWaitsForItsEnd) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    std::vector<std::string> order;
+    bool child_slept = true;
+    fib::Fiber parent([&] {
+        int in_my_frame = 0;
+        fib::Fiber child([&] {
+            child_slept = fib::sleep_for(1h);
+            in_my_frame = 42;  // the parent's frame is still there
+            order.push_back("child ends");
+        });
+        child.join();
+        order.push_back(in_my_frame == 42 ? "parent sees the child's write" : "parent saw nothing");
+    });
+    ASSERT_TRUE(yield_until([&] { return fib::TimerHeap::of_this_thread().size() == 1; }));
+    parent.cancel();
+    parent.join();
+    EXPECT_FALSE(child_slept);
+    EXPECT_EQ(order, (std::vector<std::string>{"child ends", "parent sees the child's write"}));
+    EXPECT_EQ(fib::TimerHeap::of_this_thread().size(), 0u);
+}
+
+// A clean-up that waits for what it owns opens a CancelShield: a cancel that comes meanwhile
+// is kept, the shielded wait goes on to its end, and the fiber's next wait sees the cancel.
+TEST(L06_Cancel, AShieldedWaitRunsToItsEndAndTheNextWaitSeesTheCancel) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    fib::Event done;
+    bool shielded_wait = false, after = true, saw_cancel_inside = true;
+    fib::Fiber cleaner([&] {
+        {
+            const fib::CancelShield shield;
+            shielded_wait = done.wait();
+            saw_cancel_inside = fib::this_fiber::cancelled();
+        }
+        after = fib::sleep_for(1h);
+    });
+    for (int i = 0; i < 5; ++i) fib::this_fiber::yield();
+    cleaner.cancel();  // kept: the Event's wait goes on
+    for (int i = 0; i < 5; ++i) fib::this_fiber::yield();
+    EXPECT_FALSE(shielded_wait);
+    done.set();
+    cleaner.join();
+    EXPECT_TRUE(shielded_wait);
+    EXPECT_FALSE(saw_cancel_inside);
+    EXPECT_FALSE(after);  // the shield closed: the cancel ends the sleep at once
 }
 
 TEST(L06_Cancel, CancellingAFinishedFiberChangesNothing) {

@@ -12,6 +12,7 @@
 #include <exception>
 #include <utility>
 
+#include "fib/cancel.hpp"
 #include "fib/fiber.hpp"
 #include "fib/io.hpp"
 #include "fib/tcp.hpp"
@@ -27,7 +28,10 @@ FiberServer::FiberServer(const char* program, fib::UniqueFd listener)
       spare_fd_(::open("/dev/null", O_RDONLY | O_CLOEXEC)) {}
 
 // The stop: stopping_ first, so that a client fiber accepted but not started
-// yet does not begin; then a cancel for the acceptor and for each client.
+// yet does not begin; then a cancel for the acceptor and for each client. The
+// wait for the clients to leave is shielded: serve() may be stopping because
+// its own fiber was cancelled, and its clients use the server, so it must not
+// return before the last has gone (each was cancelled, so each goes soon).
 void FiberServer::serve(int stop_fd) {
     fib::Fiber acceptor({.name = "acceptor"}, [this] { accept_clients(); });
     fib::io::wait(stop_fd, POLLIN);  // returns 0 at once if this fiber is cancelled
@@ -37,6 +41,7 @@ void FiberServer::serve(int stop_fd) {
     fib::FiberManager& manager = fib::FiberManager::of_this_thread("FiberServer::serve() stopped");
     for (Client* client = clients_.front(); client; client = clients_.next(client))
         manager.cancel(client->fiber);
+    const fib::CancelShield until_they_have_gone;
     while (clients_connected() > 0) client_left_.wait();
     listener_.reset();
 }

@@ -16,7 +16,8 @@ void FiberManager::start(FiberRecord* fiber) {
 }
 
 // The joiner parks until the fiber's end wakes it (exit_running), then
-// releases the record and passes on the fiber's exception, if any.
+// releases the record and passes on the fiber's exception, if any. It parks
+// in a loop: only the end may end the wait, whatever else wakes the joiner.
 void FiberManager::join(FiberRecord* fiber) {
     FiberRecord* self = running_;
     if (fiber == self)
@@ -25,7 +26,7 @@ void FiberManager::join(FiberRecord* fiber) {
         fatal("%s tried to join %s, which %s is already joining", label(*self).text,
               label(*fiber).text, label(*fiber->joiner.fiber).text);
     fiber->joiner = begin_wait();
-    if (fiber->state != FiberState::Finished) park(fiber->joiner, WaitSite{"join", fiber, nullptr});
+    while (fiber->state != FiberState::Finished) park(fiber->joiner, WaitSite{"join", fiber, nullptr});
     std::exception_ptr exception = std::move(fiber->exception);
     release(fiber);
     if (exception) std::rethrow_exception(exception);

@@ -58,6 +58,7 @@ void FiberManager::park(ParkToken token, WaitSite site) {
     if (token.fiber != running_ || token.wait != running_->waits)
         fatal("%s parked in %s with a token that is not its current wait's; take one with "
               "begin_wait() and park under it", label(*running_).text, site.what);
+    if (running_->on_park) [[unlikely]] running_->on_park(*running_, site, running_->on_park_context);
     running_->state = FiberState::Blocked;
     running_->waiting_for = site;
     switch_to(next_or_deadlock());

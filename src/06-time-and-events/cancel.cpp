@@ -1,6 +1,7 @@
 // cancel.cpp — lesson 6: asking a fiber to give up its waits, and waking it if it is in one.
 #include "fib/cancel.hpp"
 
+#include <cerrno>
 #include <utility>
 
 #include "fib/fatal.hpp"
@@ -15,7 +16,8 @@ void FiberManager::cancel(FiberRecord* fiber) {
     if (fiber->state == FiberState::Finished) return;
     fiber->cancel_requested = true;
     // Not parked in the hook's wait (running, or already woken by another of
-    // its wakers): its next look at cancelled() sees the request.
+    // its wakers), or shielded: its next look at cancelled() sees the request.
+    if (fiber->cancel_shields > 0) return;
     if (!fiber->cancel_hook || !parked(fiber->cancel_hook->token)) return;
     const CancelHook* hook = std::exchange(fiber->cancel_hook, nullptr);
     if (hook->undo) hook->undo(hook->context);
@@ -31,7 +33,16 @@ CancelScope::~CancelScope() { fiber_->cancel_hook = nullptr; }
 
 bool this_fiber::cancelled() {
     FiberManager* manager = FiberManager::current();
-    return manager && manager->running()->cancel_requested;
+    return manager && manager->running()->cancel_requested && manager->running()->cancel_shields == 0;
 }
+
+Cancelled::Cancelled(const char* what) : std::system_error(ECANCELED, std::generic_category(), what) {}
+
+CancelShield::CancelShield()
+    : fiber_(FiberManager::of_this_thread("a CancelShield was opened").running()) {
+    ++fiber_->cancel_shields;
+}
+
+CancelShield::~CancelShield() { --fiber_->cancel_shields; }
 
 }  // namespace fib

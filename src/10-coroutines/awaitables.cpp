@@ -13,7 +13,7 @@ void no_executor(const char* what) {
 
 // The registration names the Executor's fiber, which the task runs on: the
 // Waiter's messages (two waits on one fd, waits left at its end) name it.
-void FdAwaiter::suspend(std::coroutine_handle<> task, Executor& executor) {
+void FdAwaiter::suspend(const Waker& task, Executor& executor) {
     waiter_ = &Waiter::of_this_thread("co_await readable()/writable()");
     executor_ = &executor;
     task_ = task;
@@ -31,7 +31,7 @@ FdAwaiter::~FdAwaiter() {
     if (waiter_) waiter_->unwatch(waiting_);
 }
 
-void SleepAwaiter::suspend(std::coroutine_handle<> task, Executor& executor) {
+void SleepAwaiter::suspend(const Waker& task, Executor& executor) {
     timers_ = &TimerHeap::of_this_thread();
     executor_ = &executor;
     task_ = task;

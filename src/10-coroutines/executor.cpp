@@ -4,6 +4,7 @@
 #include <exception>
 #include <utility>
 
+#include "fib/cancel.hpp"
 #include "fib/fatal.hpp"
 #include "fib/fiber.hpp"
 
@@ -12,10 +13,11 @@ namespace fib {
 // A spawned task runs inside a root coroutine of its own, which awaits it.
 // The root starts suspended (spawn queues it), and frees its own frame at its
 // end (final_suspend does not suspend); its promise's destructor takes it off
-// the Executor's list, whether it ended or cancel_all() destroyed it.
+// the Executor's list, whether it ended or cancel_all() destroyed it. Its
+// name is OnExecutor::task, which every task it awaits inherits.
 struct Executor::RootPromise : detail::OnExecutor {
-    const char* name = "task";
     std::size_t index = 0;  // in roots_
+    std::uint64_t id = 0;   // what spawn() returned, for cancel(); OnExecutor::root too
 
     RootTask get_return_object() noexcept;
     std::suspend_always initial_suspend() noexcept { return {}; }
@@ -31,7 +33,7 @@ struct Executor::RootPromise : detail::OnExecutor {
             what = error.what();
         } catch (...) {
         }
-        fatal("task '%s' ended with an exception nobody caught: %s", name, what);
+        fatal("task '%s' ended with an exception nobody caught: %s", task, what);
     }
     ~RootPromise() { executor->forget(*this); }
 };
@@ -49,20 +51,26 @@ Executor::RootTask Executor::run_root(Task<void> task) { co_await std::move(task
 
 Executor::Executor() : manager_(FiberManager::of_this_thread("an Executor was created")) {}
 
+// The wait for the Executor's fiber to end is shielded (lesson 6): a cancel of
+// the fiber in the destructor must not let it return while that fiber runs.
 Executor::~Executor() {
     cancel_all();
+    const CancelShield until_the_fiber_ends;
     while (started_) changed_.wait(WaitSite{"~Executor", self_, this});
 }
 
-void Executor::spawn(Task<void> task, const char* name) {
+std::uint64_t Executor::spawn(Task<void> task, const char* name) {
     if (FiberManager::current() != &manager_) fatal("Executor::spawn() was called from another thread");
     const Root root = run_root(std::move(task)).handle;
     root.promise().executor = this;
-    root.promise().name = name;
+    root.promise().task = name;
     root.promise().index = roots_.size();
+    root.promise().id = next_id_++;
+    root.promise().root = root.promise().id;
     roots_.push_back(root);
     ++stats_.spawned;
-    schedule(root);
+    schedule(waker_of(root));
+    return root.promise().id;
 }
 
 // Swap-remove: the last root takes the place of the one that goes.
@@ -74,11 +82,11 @@ void Executor::forget(RootPromise& root) {
     if (roots_.empty()) changed_.notify_all();
 }
 
-void Executor::schedule(std::coroutine_handle<> coroutine) {
+void Executor::schedule(const Waker& waker) {
     if (FiberManager::current() != &manager_)
         fatal("Executor::schedule() was called from another thread; another thread wakes a task "
               "through an eventfd (co::Event::set)");
-    ready_.push_back(coroutine);
+    ready_.push_back(waker);
     start_if_stopped();
     manager_.wake(std::exchange(parked_, ParkToken{}));
 }
@@ -86,9 +94,12 @@ void Executor::schedule(std::coroutine_handle<> coroutine) {
 // The Executor's fiber. Each turn: one pass over the tasks ready now (those
 // they make ready wait for the next pass), then a yield, so that the other
 // fibers, the Waiter's among them, run between passes. With no task ready it
-// parks until schedule(); with no task left at all, it ends.
+// parks until schedule(); with no task left at all, it ends. While it resumes
+// a task, its fiber may not park (refuse_park).
 void Executor::run() {
     self_ = manager_.running();
+    self_->on_park = &Executor::refuse_park;
+    self_->on_park_context = this;
     while (!roots_.empty()) {
         if (ready_.empty()) {
             parked_ = manager_.begin_wait();
@@ -96,16 +107,29 @@ void Executor::run() {
             continue;
         }
         for (std::size_t pass = ready_.size(); pass > 0 && !ready_.empty(); --pass) {
-            const std::coroutine_handle<> next = ready_.front();
+            const Waker next = ready_.front();
             ready_.pop_front();
             ++stats_.resumes;
-            next.resume();
+            resuming_ = next.task;
+            next.coroutine.resume();
+            resuming_ = nullptr;
         }
         if (manager_.ready_count() > 0) manager_.yield();
     }
+    self_->on_park = nullptr;
     self_ = nullptr;
     started_ = false;
     changed_.notify_all();
+}
+
+// A fiber's wait from inside a task: see executor.hpp.
+void Executor::refuse_park(const FiberRecord& fiber, const WaitSite& site, void* context) {
+    const Executor& executor = *static_cast<const Executor*>(context);
+    if (!executor.resuming_) return;  // the Executor's own wait for a task to be ready
+    fatal("task '%s' called %s, a fiber's wait, which would park %s (the Executor's) in the middle "
+          "of the task: in a task, co_await instead (co::sleep_for, co::readable, co::writable; "
+          "co::in_fiber for code that must block like a fiber)",
+          executor.resuming_, site.what, label(fiber).text);
 }
 
 void Executor::start_if_stopped() {
@@ -126,6 +150,18 @@ void Executor::check_not_a_task(const char* operation) const {
 void Executor::wait() {
     check_not_a_task("wait");
     while (!roots_.empty()) changed_.wait(WaitSite{"Executor::wait", self_, this});
+}
+
+bool Executor::cancel(std::uint64_t id) {
+    check_not_a_task("cancel");
+    for (const Root root : roots_)
+        if (root.promise().id == id) {
+            // Its handles in the ready queue go with it: a frame destroyed is never resumed.
+            std::erase_if(ready_, [id](const Waker& ready) { return ready.root == id; });
+            root.destroy();
+            return true;
+        }
+    return false;
 }
 
 void Executor::cancel_all() {

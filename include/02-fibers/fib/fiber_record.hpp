@@ -63,6 +63,11 @@ struct FiberRecord {
     ParkToken joiner;                  // the fiber parked in join() on this one
     WaitSite waiting_for;              // set while Blocked
     std::uint64_t waits = 0;           // waits begun: the current (or last) wait's number
+    // Set while the fiber runs code that must not park it (code run on it for
+    // others, which a park would leave half done): park() calls it first, and
+    // it stops the program if the wait may not go on. `on_park_context` is for it.
+    void (*on_park)(const FiberRecord& fiber, const WaitSite& site, void* context) = nullptr;
+    void* on_park_context = nullptr;
 
     // The callable, stored just below this record; `run_body` invokes it once
     // and destroys it. An exception it lets escape is kept for join().

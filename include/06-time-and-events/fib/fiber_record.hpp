@@ -75,7 +75,13 @@ struct FiberRecord {
     ParkToken joiner;                  // the fiber parked in join() on this one
     WaitSite waiting_for;              // set while Blocked
     std::uint64_t waits = 0;           // waits begun: the current (or last) wait's number
+    // Set while the fiber runs code that must not park it (code run on it for
+    // others, which a park would leave half done): park() calls it first, and
+    // it stops the program if the wait may not go on. `on_park_context` is for it.
+    void (*on_park)(const FiberRecord& fiber, const WaitSite& site, void* context) = nullptr;
+    void* on_park_context = nullptr;
     bool cancel_requested = false;     // cancel() was called; it stays so
+    std::uint32_t cancel_shields = 0;  // CancelShields open: until they close, a cancel waits
     const CancelHook* cancel_hook = nullptr;  // set while in a wait a cancel may end
 
     // The callable, stored just below this record; `run_body` invokes it once

@@ -51,19 +51,19 @@ public:
     bool await_ready() const noexcept { return false; }
     template <typename Promise>
     void await_suspend(std::coroutine_handle<Promise> task) {
-        suspend(task, executor_of(task, "co_await readable()/writable()"));
+        suspend(waker_of(task), executor_of(task, "co_await readable()/writable()"));
     }
     // poll's revents for the fd, as Waiter::wait returns them.
     short await_resume() const noexcept { return waiting_.revents; }
 
 private:
-    void suspend(std::coroutine_handle<> task, Executor& executor);
+    void suspend(const Waker& task, Executor& executor);
     static void ready(Waiter::Waiting& waiting);  // on_ready: the waker
 
     Waiter::Waiting waiting_;
     Waiter* waiter_ = nullptr;  // while registered
     Executor* executor_ = nullptr;
-    std::coroutine_handle<> task_;
+    Waker task_;
 };
 
 inline FdAwaiter readable(int fd) { return FdAwaiter(fd, POLLIN); }
@@ -79,18 +79,18 @@ public:
     bool await_ready() const { return timer_.deadline <= Clock::now(); }
     template <typename Promise>
     void await_suspend(std::coroutine_handle<Promise> task) {
-        suspend(task, executor_of(task, "co_await sleep_for()"));
+        suspend(waker_of(task), executor_of(task, "co_await sleep_for()"));
     }
     void await_resume() const noexcept {}
 
 private:
-    void suspend(std::coroutine_handle<> task, Executor& executor);
+    void suspend(const Waker& task, Executor& executor);
     static void due(Timer& timer);  // on_due: the waker
 
     Timer timer_{};
     TimerHeap* timers_ = nullptr;  // while set
     Executor* executor_ = nullptr;
-    std::coroutine_handle<> task_;
+    Waker task_;
 };
 
 SleepAwaiter sleep_until(Clock::time_point deadline);
@@ -101,7 +101,7 @@ struct YieldAwaiter {
     bool await_ready() const noexcept { return false; }
     template <typename Promise>
     void await_suspend(std::coroutine_handle<Promise> task) {
-        executor_of(task, "co_await yield()").schedule(task);
+        executor_of(task, "co_await yield()").schedule(waker_of(task));
     }
     void await_resume() const noexcept {}
 };

@@ -7,10 +7,12 @@
 //
 // run_and_wait is how fiber code (lessons 2-9) calls a coroutine library: the
 // fiber parks, the task runs on the Executor's fiber, and its end wakes the
-// fiber with its value or its exception. It cannot be called from a task:
-// the Executor's fiber would park waiting for a task only it can run. A task
-// awaits a task with co_await instead: that is function colouring, and it
-// reaches all the way up.
+// fiber with its value or its exception. A cancel of the fiber (lesson 6)
+// ends it: the task is destroyed, as cancel_all() would, and run_and_wait
+// throws fib::Cancelled; so a Cluster's stop reaches a thread whose main waits
+// here. It cannot be called from a task: the Executor's fiber would park
+// waiting for a task only it can run. A task awaits a task with co_await
+// instead: that is function colouring, and it reaches all the way up.
 //
 // in_fiber is the other way, and the escape from the colouring: a task hands
 // work that must wait somewhere a coroutine cannot suspend (inside a callback,
@@ -31,6 +33,7 @@
 #include <utility>
 
 #include "fib/awaitables.hpp"
+#include "fib/cancel.hpp"
 #include "fib/executor.hpp"
 #include "fib/fatal.hpp"
 #include "fib/fiber.hpp"
@@ -86,10 +89,21 @@ T run_and_wait(Executor& executor, Task<T> task) {
         fatal("co::run_and_wait() was called from a task (on %s): the Executor's fiber would park "
               "waiting for a task only it can run; co_await the task instead",
               label(*manager.running()).text);
+    if (this_fiber::cancelled()) throw Cancelled("co::run_and_wait");
     detail::Outcome<T> outcome;
     outcome.waiter = manager.begin_wait();
-    executor.spawn(detail::relay(std::move(task), outcome), "run_and_wait");
-    while (!outcome.done) manager.park(outcome.waiter, WaitSite{"co::run_and_wait", nullptr, &executor});
+    const std::uint64_t id = executor.spawn(detail::relay(std::move(task), outcome), "run_and_wait");
+    {
+        const CancelScope cancellable(outcome.waiter);
+        while (!outcome.done && !cancellable.woke_it())
+            manager.park(outcome.waiter, WaitSite{"co::run_and_wait", nullptr, &executor});
+    }
+    if (!outcome.done) {
+        // Cancelled: the task goes first (its awaits withdrawn, its frame
+        // freed), then this frame, which it would otherwise write into.
+        executor.cancel(id);
+        throw Cancelled("co::run_and_wait");
+    }
     if (outcome.error) std::rethrow_exception(outcome.error);
     if constexpr (!std::is_void_v<T>) return std::move(*outcome.value);
 }
@@ -113,7 +127,7 @@ public:
     template <typename Promise>
     void await_suspend(std::coroutine_handle<Promise> task) {
         Executor& executor = executor_of(task, "co_await in_fiber()");
-        fiber_ = Fiber({.name = "in_fiber"}, [this, &executor, task] {
+        fiber_ = Fiber({.name = "in_fiber"}, [this, &executor, waker = waker_of(task)] {
             try {
                 if constexpr (std::is_void_v<Result>) {
                     std::invoke(function_);
@@ -124,7 +138,7 @@ public:
             } catch (...) {
                 error_ = std::current_exception();
             }
-            if (!abandoned_) executor.schedule(task);
+            if (!abandoned_) executor.schedule(waker);
         });
     }
     Result await_resume() {

@@ -10,8 +10,9 @@
 // returns the awaiter's, so a chain of a million co_awaits uses no stack.
 //
 // A Task knows the Executor that runs it (executor.hpp): a task spawned on
-// one hands it to every task it awaits, and the awaitables (awaitables.hpp)
-// give the suspended task's handle back to it when it is to run again.
+// one hands it, and its name, to every task it awaits, and the awaitables
+// (awaitables.hpp) give the suspended task's handle back to it when it is to
+// run again.
 //
 // A Task owns its coroutine frame: destroying the Task destroys the frame,
 // finished or not, and with it every local of the suspended body, in the
@@ -20,6 +21,7 @@
 #pragma once
 
 #include <coroutine>
+#include <cstdint>
 #include <exception>
 #include <optional>
 #include <type_traits>
@@ -36,9 +38,12 @@ class Task;
 
 namespace detail {
 
-// What every coroutine the Executor runs has in its promise: the Executor.
+// What every coroutine the Executor runs has in its promise: the Executor, and
+// the name of the spawned task it runs for (for messages).
 struct OnExecutor {
     Executor* executor = nullptr;  // nullptr: driven by hand, it may await no I/O
+    const char* task = "a task";
+    std::uint64_t root = 0;        // the spawned task's id (Executor::spawn)
 };
 
 // What every Task's promise has besides: who to resume at the end, and the exception.
@@ -114,8 +119,11 @@ public:
         template <typename Promise>
         std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> awaiting) noexcept {
             task_.promise().continuation = awaiting;
-            if constexpr (std::is_base_of_v<detail::OnExecutor, Promise>)
+            if constexpr (std::is_base_of_v<detail::OnExecutor, Promise>) {
                 task_.promise().executor = awaiting.promise().executor;
+                task_.promise().task = awaiting.promise().task;
+                task_.promise().root = awaiting.promise().root;
+            }
             return task_;
         }
         T await_resume() { return task_.promise().take(); }
