@@ -1,9 +1,10 @@
 // L06_chat_hostile_test.cpp — lesson 6: chat clients that try to hold the server. Two clients
 // that send megabytes and never read are closed by the write deadline; one that reads a byte
-// at a time is too; a silent one is closed by the idle timeout, and the room is told; a stop
-// while member fibers are blocked sending (no deadline in sight) cancels them and serve()
-// returns. Only outcomes are checked (who was closed, the counters); the deadlines are short so
-// that the tests are quick, and no result depends on how long anything took.
+// at a time is too; a silent one is closed by the idle timeout (at once when that timeout is
+// Clock::duration::min()), and the room is told; a stop while member fibers are blocked sending
+// (no deadline in sight) cancels them and serve() returns. Only outcomes are checked (who was
+// closed, the counters); the deadlines are short so that the tests are quick, and no result
+// depends on how long anything took.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
@@ -134,6 +135,21 @@ TEST(L06_ChatHostile, AMemberSilentPastTheIdleTimeoutIsClosedAndTheRoomIsTold) {
     EXPECT_EQ(clients[1].read_line(), left(1));
     talking = false;
     chatter.join();
+    server.stop();
+    EXPECT_EQ(server.live->idle_closed(), 1u);
+    EXPECT_EQ(server.live->slow_closed(), 0u);
+}
+
+// With the shortest idle timeout there is, Clock::duration::min(), a member is closed as idle
+// right after its welcome, not never: its idle deadline is already past, and the time left until
+// it must not overflow into weeks.
+TEST(L06_ChatHostile, TheShortestIdleTimeoutClosesAMemberAtOnceNotNever) {
+    ChatServerThread server(
+        ChatOptions{.port = 0, .quiet = true, .idle_timeout = fib::Clock::duration::min()});
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    std::vector<ChatClient> clients = fill_room(server.port, 1);
+    EXPECT_TRUE(clients[0].read_until_closed());
     server.stop();
     EXPECT_EQ(server.live->idle_closed(), 1u);
     EXPECT_EQ(server.live->slow_closed(), 0u);

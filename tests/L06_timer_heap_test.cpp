@@ -1,12 +1,14 @@
 // L06_timer_heap_test.cpp — lesson 6: the TimerHeap under cancels. Cancels from the middle of the
-// heap keep it a heap (checked through its public add/cancel and each Timer's index); and among
-// many waits that something else ends early (wait_any, wait_for), the ones left to time out still
-// wake in deadline order, with no timer and no registration left behind.
+// heap keep it a heap (checked through its public add/cancel and each Timer's index); the timeout
+// it gives the Waiter stays in range for the earliest and the latest deadlines; and among many
+// waits that something else ends early (wait_any, wait_for), the ones left to time out still wake
+// in deadline order, with no timer and no registration left behind.
 #include <gtest/gtest.h>
 #include <poll.h>
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -75,6 +77,30 @@ TEST(L06_TimerHeap, StaysAHeapThroughRandomCancelsFromItsMiddle) {
     for (std::size_t n = 300; n < order.size(); ++n) heap.cancel(timers[order[n]]);
     EXPECT_EQ(heap.size(), 0u);
     for (const fib::Timer& timer : timers) EXPECT_FALSE(timer.expired);
+}
+
+// What the Waiter's poll is told: 0 for a deadline that has passed, however far back (compared
+// with now, not subtracted from it: Clock::time_point::min() - now overflows, and wrapped it was
+// INT_MAX ms, 24.8 days); INT_MAX ms for Clock::time_point::max(), the longest a poll can wait.
+TEST(L06_TimerHeap, ADeadlineFarInThePastGivesTheWaiterATimeoutOfZeroNotOfWeeks) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    fib::TimerHeap& heap = fib::TimerHeap::of_this_thread();
+    EXPECT_EQ(heap.timeout_ms(), -1);
+    const Clock::time_point past[] = {Clock::time_point::min(),
+                                      Clock::time_point(-std::chrono::hours(2'562'047)),
+                                      Clock::time_point{}, Clock::now()};
+    for (const Clock::time_point deadline : past) {
+        fib::Timer timer{deadline, manager.begin_wait()};
+        heap.add(timer);
+        EXPECT_EQ(heap.timeout_ms(), 0) << deadline.time_since_epoch().count() << " ns";
+        heap.cancel(timer);
+    }
+    fib::Timer never{Clock::time_point::max(), manager.begin_wait()};
+    heap.add(never);
+    EXPECT_EQ(heap.timeout_ms(), INT_MAX);
+    heap.cancel(never);
+    EXPECT_EQ(heap.size(), 0u);
 }
 
 enum Kind { kSleep, kWaitAny, kWaitFor };

@@ -1,7 +1,8 @@
 // L06_timer_test.cpp — lesson 6: timers. Sleepers wake in deadline order, equal deadlines in the
 // order they were set; a past deadline returns without yielding; a sleeping fiber lets the others
 // run and costs a few blocking polls, not a tick per millisecond; wait_for on a CondVar returns
-// true on a notify, false on its timeout, and a timed-out fiber leaves the wait list. (The heap
+// true on a notify, false on its timeout, and a timed-out fiber leaves the wait list; the shortest
+// timeouts (down to Clock::duration::min()) have passed already, so neither waits at all. (The heap
 // under cancels: tests/L06_timer_heap_test.cpp.) Deadlines are set, never durations measured.
 #include <gtest/gtest.h>
 #include <sys/types.h>
@@ -127,6 +128,44 @@ TEST(L06_Timer, ZeroNegativeAndPastSleepsReturnWithoutYielding) {
     EXPECT_TRUE(other_ran);
 }
 
+// ---- The shortest timeouts. Zero, negative, and down to Clock::duration::min(): the time has
+// already passed. -2'562'047 h is the most negative whole number of hours a Clock::duration holds
+// (hours::min() does not fit: its conversion to nanoseconds overflows before any fib call).
+const Clock::duration kShortestTimeouts[] = {Clock::duration::min(), std::chrono::nanoseconds::min(),
+                                             -std::chrono::hours(2'562'047), -1ns, 0ns};
+
+// A deadline that has passed is now, never far in the past: a later "deadline - now" on one near
+// Clock::time_point::min() would overflow (and wrap into a wait of weeks). The longest timeout
+// stays "no real limit".
+TEST(L06_Timer, DeadlineAfterAZeroOrNegativeTimeoutIsNowNotFarInThePast) {
+    for (const Clock::duration timeout : kShortestTimeouts) {
+        const Clock::time_point before = Clock::now();
+        const Clock::time_point deadline = fib::deadline_after(timeout);
+        EXPECT_GE(deadline, before) << timeout.count() << " ns";
+        EXPECT_LE(deadline, Clock::now()) << timeout.count() << " ns";
+    }
+    EXPECT_EQ(fib::deadline_after(Clock::duration::max()), Clock::time_point::max());
+}
+
+// sleep_for returns true at once for each, as does sleep_until(Clock::time_point::min()): no
+// switch, no timer, no Waiter's fiber, and the fiber queued behind main has not run.
+TEST(L06_Timer, SleepsWithTheShortestTimeoutsReturnTrueWithoutYielding) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    bool other_ran = false;
+    fib::Fiber other([&] { other_ran = true; });
+    const std::uint64_t switches = manager.stats().switches;
+    for (const Clock::duration timeout : kShortestTimeouts)
+        EXPECT_TRUE(fib::sleep_for(timeout)) << timeout.count() << " ns";
+    EXPECT_TRUE(fib::sleep_until(Clock::time_point::min()));
+    EXPECT_EQ(manager.stats().switches, switches);
+    EXPECT_FALSE(other_ran);
+    EXPECT_EQ(waiter.stats().fibers_started, 0u);
+    EXPECT_EQ(fib::TimerHeap::of_this_thread().size(), 0u);
+    other.join();
+    EXPECT_TRUE(other_ran);
+}
+
 // The worker, queued behind the sleeper, runs as soon as the sleeper parks.
 TEST(L06_Timer, ASleepingFiberLetsTheNextFiberRunBeforeItWakes) {
     EXPECTS_FIFO_ORDER();
@@ -224,6 +263,26 @@ TEST(L06_Timer, WaitForReturnsFalseOnTimeoutAndLeavesTheWaitList) {
     EXPECT_EQ(fib::TimerHeap::of_this_thread().size(), 0u);
     // Main, with nobody to notify it: times out too, rather than reporting a deadlock.
     EXPECT_FALSE(fib::wait_for(changed, 1ms));
+}
+
+// A wait_for whose timeout has already run out is timed out before it begins, as a sleep is: no
+// switch, no timer, not on the CondVar's list. (Parked, main would leave the Waiter alone with a
+// deadline it computed as weeks away, from a "deadline - now" that overflowed: a hang.)
+TEST(L06_Timer, WaitForWithTheShortestTimeoutsTimesOutWithoutYielding) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    fib::CondVar changed;
+    bool other_ran = false;
+    fib::Fiber other([&] { other_ran = true; });
+    const std::uint64_t switches = manager.stats().switches;
+    for (const Clock::duration timeout : kShortestTimeouts)
+        EXPECT_TRUE(fib::wait_for(changed, timeout).timed_out()) << timeout.count() << " ns";
+    EXPECT_EQ(manager.stats().switches, switches);
+    EXPECT_FALSE(other_ran);
+    EXPECT_EQ(changed.waiters(), 0u);
+    EXPECT_EQ(waiter.stats().fibers_started, 0u);
+    EXPECT_EQ(fib::TimerHeap::of_this_thread().size(), 0u);
+    other.join();
 }
 
 // "patient" waits with no timeout behind "hasty", which times out: the next notify_one must go

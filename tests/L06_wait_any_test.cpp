@@ -2,7 +2,8 @@
 // which source fired (index and revents) among pipes, sockets and Events, the lowest index when
 // several did; a timeout gives timed_out(); an Event set by another thread wakes it; nothing stays
 // registered, so the same fds can be waited on again; a timer and an fd firing in one turn wake it
-// once; io::wait and io::read with a timeout.
+// once; a timeout that has already run out (down to Clock::duration::min()) only looks; io::wait
+// and io::read with a timeout.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/types.h>
@@ -249,6 +250,32 @@ TEST(L06_WaitAny, TimerAndFdFiringInTheSameTurnWakeTheFiberOnce) {
     EXPECT_EQ(fib::TimerHeap::of_this_thread().size(), 0u);
 }
 
+// A timeout that has already run out, down to Clock::duration::min(), only looks: a source that
+// is ready still wins; with none ready, wait_any and io::wait time out after one turn of the
+// Waiter, whose poll does not block. (Had "deadline - now" overflowed, that poll would have been
+// told INT_MAX ms: 24.8 days with nothing to end it.)
+TEST(L06_WaitAny, TheShortestTimeoutsOnlyLookAndNeverBlockInThePoll) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    Pair pipe = make_fds(), ready_pipe = make_fds();
+    fib::Event mail;
+    ASSERT_EQ(::write(ready_pipe.second.get(), "r", 1), 1);
+    const Clock::duration shortest[] = {Clock::duration::min(), std::chrono::nanoseconds::min(),
+                                        -std::chrono::hours(2'562'047), 0ns};
+    for (const Clock::duration timeout : shortest) {
+        EXPECT_TRUE(fib::wait_any({{pipe.first.get(), POLLIN}, mail}, timeout).timed_out());
+        EXPECT_TRUE(fib::wait_any(std::span<const fib::Source>(), timeout).timed_out());
+        EXPECT_TRUE(fib::io::wait(pipe.first.get(), POLLIN, timeout).timed_out());
+        const fib::Ready ready =
+            fib::wait_any({{pipe.first.get(), POLLIN}, {ready_pipe.first.get(), POLLIN}}, timeout);
+        EXPECT_EQ(ready.index, 1);
+        EXPECT_EQ(ready.revents, POLLIN);
+    }
+    EXPECT_EQ(waiter.stats().blocking_polls, 0u);
+    EXPECT_EQ(waiter.stats().waiting, 0u);
+    EXPECT_EQ(fib::TimerHeap::of_this_thread().size(), 0u);
+}
+
 // ---- io::wait and io::read with a timeout.
 
 TEST(L06_WaitAny, IoWaitWithATimeoutTimesOutOnSilenceAndReportsReadinessInTime) {
@@ -273,6 +300,23 @@ TEST(L06_WaitAny, IoReadWithATimeoutReturnsMinusOneAndEtimedoutOnSilence) {
     errno = 0;
     EXPECT_EQ(fib::io::read(pipe.first.get(), buffer, sizeof buffer, 2ms), -1);
     EXPECT_EQ(errno, ETIMEDOUT);
+    EXPECT_EQ(waiter.stats().waiting, 0u);
+    EXPECT_EQ(fib::TimerHeap::of_this_thread().size(), 0u);
+}
+
+// On a socket with nothing to read, io::read with Clock::duration::min() (or
+// std::chrono::nanoseconds::min()) fails with ETIMEDOUT at once, without a blocking poll.
+TEST(L06_WaitAny, IoReadWithTheShortestTimeoutReturnsEtimedoutWithoutBlocking) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    Pair socket = make_fds(true);
+    char buffer[4] = {};
+    for (const Clock::duration timeout : {Clock::duration::min(), std::chrono::nanoseconds::min()}) {
+        errno = 0;
+        EXPECT_EQ(fib::io::read(socket.first.get(), buffer, sizeof buffer, timeout), -1);
+        EXPECT_EQ(errno, ETIMEDOUT);
+    }
+    EXPECT_EQ(waiter.stats().blocking_polls, 0u);
     EXPECT_EQ(waiter.stats().waiting, 0u);
     EXPECT_EQ(fib::TimerHeap::of_this_thread().size(), 0u);
 }

@@ -163,6 +163,32 @@ TEST(L10_Executor, ASleepThatIsAlreadyDueDoesNotSuspend) {
     EXPECT_EQ(executor.stats().resumes, 1u);  // the first resume ran it to its end
 }
 
+fib::Task<void> sleep_the_shortest(int& sleeps) {
+    co_await fib::co::sleep_for(fib::Clock::duration::min());
+    ++sleeps;
+    co_await fib::co::sleep_for(std::chrono::nanoseconds::min());
+    ++sleeps;
+    co_await fib::co::sleep_for(-std::chrono::hours(2'562'047));
+    ++sleeps;
+    co_await fib::co::sleep_until(fib::Clock::time_point::min());
+    ++sleeps;
+}
+
+// The shortest timeouts (down to Clock::duration::min()) and the earliest deadline have passed
+// already: none suspends, so one resume runs the task to its end and no timer is ever set.
+TEST(L10_Executor, SleepsWithTheShortestTimeoutsDoNotSuspend) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    fib::Executor executor;
+    int sleeps = 0;
+    executor.spawn(sleep_the_shortest(sleeps));
+    executor.wait();
+    EXPECT_EQ(sleeps, 4);
+    EXPECT_EQ(executor.stats().resumes, 1u);
+    EXPECT_EQ(waiter.stats().fibers_started, 0u);
+    EXPECT_EQ(waiter.timers().size(), 0u);
+}
+
 fib::Task<void> hold_then_read(int fd, int& alive, bool& finished) {
     const Counted local(alive);
     co_await fib::co::readable(fd);

@@ -84,7 +84,10 @@ int ChatServer::chat_until_closed(ChatMember& member, std::uint64_t& said) {
 
 // The socket comes first: when both are ready, the client is read before the
 // next batch is sent, so a busy room cannot silence it. No idle timeout, no
-// timer: a timer per wait would cost a heap insertion for nothing.
+// timer: a timer per wait would cost a heap insertion for nothing. The time
+// left cannot overflow: deadline_after never gives a deadline before the time
+// it was set (a timeout of zero or less gives that time), so a deadline that
+// has passed leaves a timeout of zero or a little less, which only looks.
 fib::Ready ChatServer::wait_for_news(ChatMember& member, fib::Clock::time_point idle_deadline) {
     const fib::Source sources[] = {{member.socket(), POLLIN}, member.mail()};
     if (idle_deadline == fib::Clock::time_point::max()) return fib::wait_any(sources);

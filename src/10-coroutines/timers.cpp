@@ -79,11 +79,16 @@ Timer* TimerHeap::pop_front() {
 
 // ---- What the Waiter's loop asks.
 // Rounded up: a wait that ends before the deadline would find nothing due and
-// come straight back with a timeout of 0, spinning until it is.
+// come straight back with a timeout of 0, spinning until it is. A deadline
+// that has passed is compared with now, not subtracted from it: for one near
+// Clock::time_point::min(), deadline - now overflows (undefined behaviour;
+// wrapped, it asks for a poll of INT_MAX ms, 24.8 days). One still ahead is
+// later than now, which is never below zero: their difference fits.
 int TimerHeap::timeout_ms() const {
     if (heap_.empty()) return -1;
-    const Clock::duration left = heap_.front()->deadline - Clock::now();
-    if (left <= Clock::duration::zero()) return 0;
+    const Clock::time_point now = Clock::now();
+    if (heap_.front()->deadline <= now) return 0;
+    const Clock::duration left = heap_.front()->deadline - now;
     const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
     return ms > INT_MAX ? INT_MAX : static_cast<int>(ms);
 }
@@ -109,8 +114,14 @@ void TimerHeap::expire() {
 }
 
 // ---- What fibers call.
+// A timeout that has run out is a deadline of now, not now + timeout: near
+// Clock::duration::min() that would be a deadline so far in the past that
+// whoever later subtracts now from it (to learn the time left) overflows. One
+// too long for the clock is Clock::time_point::max(), "no limit"; max() - now
+// fits, as steady_clock's now (time since boot) is never below zero.
 Clock::time_point deadline_after(Clock::duration timeout) {
     const Clock::time_point now = Clock::now();
+    if (timeout <= Clock::duration::zero()) return now;
     if (timeout > Clock::time_point::max() - now) return Clock::time_point::max();
     return now + timeout;
 }
@@ -140,6 +151,9 @@ WaitResult wait_for(CondVar& condvar, Clock::duration timeout) {
     FiberManager& manager = FiberManager::of_this_thread("wait_for() was called");
     TimerHeap& timers = TimerHeap::of_this_thread();
     if (this_fiber::cancelled()) return {WaitResult::kCancelled};
+    // A timeout that has run out ends the wait before it begins, as a sleep's
+    // does: no timer, no place on the CondVar's list, no switch.
+    if (timeout <= Clock::duration::zero()) return {WaitResult::kTimedOut};
     // One wait, one token, three wakers; the place on the CondVar's list, and
     // what the timer and the cancel take the fiber off.
     struct Place {

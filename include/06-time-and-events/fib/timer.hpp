@@ -16,12 +16,15 @@
 namespace fib {
 
 // now + timeout, or Clock::time_point::max() when that is beyond the clock's
-// range: Clock::duration::max() means "no real limit", not an overflow.
+// range: Clock::duration::max() means "no real limit", not an overflow. A
+// timeout of zero or less (down to Clock::duration::min()) gives now: a
+// deadline already passed, never one so far back that deadline - now overflows.
 Clock::time_point deadline_after(Clock::duration timeout);
 
 // Blocks the running fiber until `timeout` has passed (until `deadline`).
-// Returns at once, without yielding, if it already has. True when the time
-// has passed; false if the fiber was cancelled (cancel.hpp) first.
+// Returns at once, without yielding, if it already has (any timeout of zero or
+// less; any deadline not after now, Clock::time_point::min() too). True when
+// the time has passed; false if the fiber was cancelled (cancel.hpp) first.
 bool sleep_for(Clock::duration timeout);
 bool sleep_until(Clock::time_point deadline);
 
@@ -37,7 +40,8 @@ struct WaitResult {
 
 // CondVar::wait() that gives up after `timeout`, or when the fiber is
 // cancelled: notified(), timed_out() or cancelled(). With
-// Clock::duration::max() it is a wait that only a notify or a cancel ends.
+// Clock::duration::max() it is a wait that only a notify or a cancel ends;
+// with a timeout of zero or less it is timed_out() at once, without yielding.
 // (A function beside CondVar, not a member: CondVar is lesson 3's, and knows
 // nothing of time; and its own wait() is not cancelled, see cancel.hpp.)
 WaitResult wait_for(CondVar& condvar, Clock::duration timeout);

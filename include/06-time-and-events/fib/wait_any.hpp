@@ -53,7 +53,9 @@ struct Ready {
 };
 
 // At most kMaxSources sources, each a different fd (the Waiter's rule of one
-// fiber per direction per fd holds here too).
+// fiber per direction per fd holds here too). A timeout of zero or less (down
+// to Clock::duration::min()) only looks: a source ready now wins, else
+// timed_out() after one turn of the Waiter, which does not block.
 constexpr std::size_t kMaxSources = 16;
 
 Ready wait_any(std::span<const Source> sources);
