@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -176,6 +177,49 @@ TEST(L06_Event, SetLeavesErrnoAloneEvenWhenItsWriteFails) {
     event.set_through_eventfd();  // the write fails with EAGAIN
     EXPECT_EQ(errno, 0);
     EXPECT_TRUE(event.try_wait());
+}
+
+// An Event's eventfd is registered with its own thread's Waiter once a fiber has waited on it:
+// destroyed on another thread while that thread still runs, its close would go behind the
+// Waiter's back (lesson 5: the number comes back, and a registration the kernel dropped is
+// trusted). The destructor refuses, with a message.
+void destroy_on_another_thread_while_its_own_runs() {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    auto event = std::make_unique<fib::Event>();
+    std::thread([&] { event->set(); }).join();
+    event->wait();  // a fiber of this thread has waited: the eventfd is this Waiter's
+    std::thread([&] { event.reset(); }).join();
+}
+
+TEST(L06_EventDeathTest, AnEventDestroyedOffItsThreadWhileThatThreadRunsStops) {
+    EXPECT_DEATH(destroy_on_another_thread_while_its_own_runs(),
+                 "an Event was destroyed on another thread than its own \\(thread [0-9]+\\), which "
+                 "still runs");
+}
+
+// Once its thread has ended (its manager and Waiter gone), nothing watches the eventfd, and
+// any thread may close it: a Cluster's shards are destroyed so, after their threads.
+TEST(L06_Event, AnEventWhoseThreadHasEndedMayBeDestroyedAnywhere) {
+    std::unique_ptr<fib::Event> event;
+    std::thread([&] {
+        fib::FiberManager manager;
+        fib::Waiter waiter;
+        event = std::make_unique<fib::Event>();
+        event->set();
+        EXPECT_TRUE(event->wait());
+    }).join();
+    event.reset();  // on the test's thread: no message
+    SUCCEED();
+}
+
+// And an Event nobody ever waited on was never registered: any thread may destroy it.
+TEST(L06_Event, AnEventNoFiberWaitedOnMayBeDestroyedOnAnotherThread) {
+    fib::FiberManager manager;
+    auto event = std::make_unique<fib::Event>();
+    event->set();
+    std::thread([&] { event.reset(); }).join();
+    SUCCEED();
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // L08_offload_test.cpp — lesson 8: offload, start, get and wait_first. Values and exceptions
 // come home to the fiber's own thread; other fibers run meanwhile; 10,000 at once; results that
 // race the drainer's sleep, and pile up into one wake-up; an idle thread sleeping in the kernel;
-// cancellation with the late result dropped; several at once; the worker's own TLS, with and
-// without a FiberTls; a pool destroyed with work in flight; nested offloads on a worker.
+// a cancel that gives up queued work and waits for started work (and an Offload dropped without
+// get()); several at once; the worker's own TLS, with and without a FiberTls; a pool destroyed
+// with work in flight; nested offloads on a worker.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "L04_waiter_harness.hpp"
 #include "L02_schedule.hpp"
 #include "L08_gate.hpp"
+#include "fib/cancel.hpp"
 #include "fib/fiber.hpp"
 #include "fib/fiber_tls.hpp"
 #include "fib/offload.hpp"
@@ -157,33 +159,109 @@ TEST(L08_Offload, AThreadWhoseFibersAllAwaitSleepsInTheKernel) {
     EXPECT_TRUE(seen);
 }
 
-TEST(L08_Offload, ACancelledFiberReturnsAtOnceAndItsLateResultIsDropped) {
+// The work has started when the fiber is cancelled, and the callable writes into the fiber's
+// frame through its [&] capture: the fiber must not leave that frame (its stack goes back to
+// the pool, for the next fiber) before the callable has returned. So its get() waits for the
+// work, and only then throws Cancelled; the result is dropped.
+TEST(L08_Offload, ACancelWaitsForWorkAlreadyStartedBeforeTheFrameGoes) {
+    Home home;
+    fib::ThreadPool pool(1);
+    Gate gate;
+    std::atomic<bool> started{false};
+    const fib::OffloadStats before = fib::offload_stats();
+    bool cancelled = false, written_while_alive = false, ended = false;
+    fib::Fiber fiber([&] {
+        int in_my_frame = 0;
+        try {
+            fib::offload(pool, [&] {
+                started = true;
+                started.notify_all();
+                gate.wait();
+                in_my_frame = 42;  // the frame must still be there
+                return std::vector<char>(1 << 20, 'x');  // a result worth dropping properly
+            });
+        } catch (const fib::Cancelled& error) {
+            cancelled = error.code() == std::errc::operation_canceled;
+        }
+        written_while_alive = in_my_frame == 42;
+        ended = true;
+    });
+    while (!started.load()) fib::this_fiber::yield();  // a worker has taken it
+    fiber.cancel();
+    for (int i = 0; i < 20; ++i) fib::this_fiber::yield();
+    EXPECT_FALSE(ended);  // still waiting for the work
+    gate.release();
+    fiber.join();
+    EXPECT_TRUE(cancelled);
+    EXPECT_TRUE(written_while_alive);
+    const fib::OffloadStats after = fib::offload_stats();
+    EXPECT_EQ(after.started - before.started, 1u);
+    EXPECT_EQ(after.delivered - before.delivered, 1u);
+}
+
+// One worker, busy with other work: the cancelled fiber's work is still queued, so it is given
+// up. It never runs, the fiber ends at once, and the job only carries it home.
+TEST(L08_Offload, ACancelGivesUpWorkNoWorkerHasTakenAndItNeverRuns) {
     Home home;
     fib::ThreadPool pool(1);
     Gate gate;
     const fib::OffloadStats before = fib::offload_stats();
-    bool cancelled = false;
-    {
-        fib::Fiber fiber([&] {
-            try {
-                fib::offload(pool, [&] {
-                    gate.wait();
-                    return std::vector<char>(1 << 20, 'x');  // a result worth dropping properly
-                });
-            } catch (const std::system_error& error) {
-                cancelled = error.code() == std::errc::operation_canceled;
-            }
-        });
-        fib::this_fiber::yield();
-        fiber.cancel();
-        fiber.join();  // the fiber and its frame are gone; its work still runs
-    }
+    auto busy = fib::start(pool, [&] {
+        gate.wait();
+        return 0;
+    });
+    bool ran = false, cancelled = false;
+    fib::Fiber fiber([&] {
+        try {
+            fib::offload(pool, [&ran] {
+                ran = true;
+                return 1;
+            });
+        } catch (const fib::Cancelled&) {
+            cancelled = true;
+        }
+    });
+    fib::this_fiber::yield();  // the fiber queues its work behind the busy one, and parks
+    fiber.cancel();
+    fiber.join();  // at once: the gate is still shut
     EXPECT_TRUE(cancelled);
     gate.release();
-    fib::FiberManager::current()->wait_for_all();  // the drainer brings it home and drops it
+    EXPECT_EQ(busy.get(), 0);
+    fib::FiberManager::current()->wait_for_all();  // the drainer brings the given-up work home
+    EXPECT_FALSE(ran);
     const fib::OffloadStats after = fib::offload_stats();
-    EXPECT_EQ(after.started - before.started, 1u);
-    EXPECT_EQ(after.delivered - before.delivered, 1u);
+    EXPECT_EQ(after.started - before.started, 2u);
+    EXPECT_EQ(after.delivered - before.delivered, 2u);
+}
+
+// An Offload dropped without get() settles its work the same way: given up if queued, waited
+// for if started (its callable may hold references into this frame).
+TEST(L08_Offload, AnOffloadDroppedWithoutGetWaitsForItsStartedWork) {
+    Home home;
+    fib::ThreadPool pool(1);
+    Gate gate;
+    std::atomic<bool> started{false};
+    int in_my_frame = 0;
+    bool ended = false;
+    fib::Fiber fiber([&] {
+        {
+            auto work = fib::start(pool, [&] {
+                started = true;
+                started.notify_all();
+                gate.wait();
+                in_my_frame = 42;
+                return 0;
+            });
+            while (!started.load()) fib::this_fiber::yield();  // a worker has taken it
+        }  // dropped here, its work running
+        ended = true;
+    });
+    while (!started.load()) fib::this_fiber::yield();
+    for (int i = 0; i < 20; ++i) fib::this_fiber::yield();
+    EXPECT_FALSE(ended);
+    gate.release();
+    fiber.join();
+    EXPECT_EQ(in_my_frame, 42);
 }
 
 TEST(L08_Offload, WaitFirstSaysWhichFinishedFirstAndGetOfEachStillWorks) {

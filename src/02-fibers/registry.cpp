@@ -8,7 +8,8 @@
 // for every thread and in a core file. So each manager puts itself in
 // registry_ when it is made and takes itself out when it is destroyed, with
 // its thread's id (gettid), which gdb shows as the thread's LWP.
-// scripts/fib_gdb.py walks this list: `info fibers`, `fiber bt`.
+// scripts/fib_gdb.py walks this list: `info fibers`, `fiber bt`. The library
+// asks it too, whether a manager still lives (alive()).
 #include <unistd.h>
 
 #include <mutex>
@@ -34,6 +35,13 @@ void FiberManager::enlist() {
 void FiberManager::delist() {
     std::lock_guard lock(registry_mutex);
     registry_.remove(this);
+}
+
+bool FiberManager::alive(const FiberManager* manager, int thread_id) {
+    std::lock_guard lock(registry_mutex);
+    for (const FiberManager* live = registry_.front(); live; live = registry_.next(live))
+        if (live == manager && live->thread_id_ == thread_id) return true;
+    return false;
 }
 
 }  // namespace fib

@@ -22,6 +22,11 @@ Event::Event()
 
 Event::~Event() {
     if (waiting_.fiber) fatal("an Event was destroyed while %s waited on it", label(*waiting_.fiber).text);
+    FiberManager* owner = owner_.load(std::memory_order_acquire);
+    if (owner_thread_ && owner != FiberManager::current() && FiberManager::alive(owner, owner_thread_))
+        fatal("an Event was destroyed on another thread than its own (thread %d), which still runs "
+              "and whose Waiter has watched its eventfd; destroy it on its own thread, where the "
+              "close tells the Waiter", owner_thread_);
 }
 
 // On the owner's thread, in fiber code, the fibers' queues are ours to touch:
@@ -78,6 +83,7 @@ void Event::attach(ParkToken waiting) {
         fatal("%s waited on an Event that %s already waits on; one fiber at a time may",
               label(*fiber).text, label(*waiting_.fiber).text);
     waiting_ = waiting;
+    owner_thread_ = fiber->manager->thread_id();
 }
 
 // One wait, three wakers: attached, a same-thread set() wakes it; the

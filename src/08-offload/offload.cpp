@@ -3,28 +3,29 @@
 
 #include <atomic>
 #include <cerrno>
+#include <deque>
 #include <mutex>
 #include <system_error>
 #include <unordered_map>
-#include <vector>
 
 #include "fib/cancel.hpp"
 #include "fib/event.hpp"
 #include "fib/fatal.hpp"
 #include "fib/fiber.hpp"
 #include "fib/fiber_manager.hpp"
+#include "fib/inbox.hpp"
 
 namespace fib {
 
-// One per thread with offloads under way. Workers touch only `mutex` and
-// `inbox` (and set `arrived`); everything else is the home thread's.
+// One per thread with offloads under way. Workers touch only `inbox`, through
+// post(); everything else is the home thread's. Made on the home thread (its
+// Inbox's Event with it), and destroyed there: the drainer and every state
+// hold it, and the drainer lets go last, at home.
 struct OffloadHome {
     explicit OffloadHome(FiberManager* owner) : manager(owner) {}
 
     FiberManager* manager;
-    Event arrived;  // made on the home thread: set from a worker, it writes its eventfd
-    std::mutex mutex;
-    std::vector<std::shared_ptr<OffloadState>> inbox;
+    Inbox<std::shared_ptr<OffloadState>> inbox;
     std::size_t outstanding = 0;  // started here and not yet taken out of the inbox
 };
 
@@ -38,30 +39,23 @@ std::atomic<std::size_t> started_total{0}, posted_total{0}, delivered_total{0}, 
 std::mutex homes_mutex;
 std::unordered_map<FiberManager*, std::shared_ptr<OffloadHome>> homes;
 
-// The job a worker runs: compute, then post the state home.
-//
-// The home must end on its own thread: its Event's eventfd is registered with
-// that thread's Waiter, and only a close there (io::close) tells the Waiter.
-// Closed on a worker, the number can come back as the next home's eventfd
-// before the Waiter polls again; the Waiter then trusts a registration the
-// kernel dropped with the old file, and the next drainer sleeps for ever (what
-// a shuffled schedule found). So the worker keeps no reference of its own: it
-// posts the state, which holds the home, and sets the Event with the inbox's
-// mutex still held. The drainer takes that mutex before it looks at the inbox,
-// so by the time it has the state, the worker is done with the home.
+// The job a worker runs: compute, unless the fiber gave the work up, then
+// post the state home. The post is the worker's last touch of the home (the
+// Inbox's protocol: everything under its mutex), and the state it posts holds
+// the home: so the home, and its eventfd, always end on the home thread,
+// where the close tells the Waiter. (Closed on a worker, the number could come
+// back as the next home's eventfd before the Waiter polled again, and the
+// Waiter would trust a registration the kernel dropped with the old file: the
+// next drainer slept for ever, which a shuffled schedule found.)
 struct OffloadJob final : Job {
     explicit OffloadJob(std::shared_ptr<OffloadState> s) : state(std::move(s)) {}
     void run() noexcept override {
-        state->compute();
+        if (state->take()) state->compute();
         OffloadHome& home = *state->home;
-        const std::lock_guard<std::mutex> lock(home.mutex);
-        const bool first = home.inbox.empty();
-        home.inbox.push_back(std::move(state));
+        bool woke = false;
+        if (!home.inbox.post(std::move(state), &woke)) fatal("an offload's home closed with its work under way");
         posted_total.fetch_add(1, std::memory_order_relaxed);
-        if (first) {
-            wakeups_total.fetch_add(1, std::memory_order_relaxed);
-            home.arrived.set();  // from this thread: the eventfd
-        }
+        if (woke) wakeups_total.fetch_add(1, std::memory_order_relaxed);
     }
     std::shared_ptr<OffloadState> state;
 };
@@ -76,17 +70,16 @@ void arrive(OffloadHome& home, OffloadState& state) {
 }
 
 // The drainer: runs on the home thread while offloads are under way. It waits
-// on the Event only when it found the inbox empty, so a result posted after
-// its look finds the eventfd written and the wait returns at once.
+// on the inbox only when it found it empty, so a result posted after its look
+// finds the eventfd written and the wait returns at once. It is shielded from
+// cancels (lesson 6): work in flight will come home, and someone must take it.
 void drain(std::shared_ptr<OffloadHome> home) {
-    std::vector<std::shared_ptr<OffloadState>> arrived;
+    const CancelShield while_work_is_out;
+    std::deque<std::shared_ptr<OffloadState>> arrived;
     while (home->outstanding > 0) {
-        {
-            const std::lock_guard<std::mutex> lock(home->mutex);
-            arrived.swap(home->inbox);
-        }
+        home->inbox.take_all(arrived);
         for (const std::shared_ptr<OffloadState>& state : arrived) arrive(*home, *state);
-        if (arrived.empty()) home->arrived.wait();
+        if (arrived.empty()) home->inbox.wait();
         arrived.clear();  // the last references to abandoned work go here, at home
     }
     const std::lock_guard<std::mutex> lock(homes_mutex);
@@ -143,6 +136,8 @@ void begin(ThreadPool& pool, const std::shared_ptr<OffloadState>& state) {
     started_total.fetch_add(1, std::memory_order_relaxed);
 }
 
+// Parks until one of `states` is done, looping on any wake that finds none
+// done; a cancel ends it with Cancelled.
 std::size_t wait_first(std::span<OffloadState* const> states, const char* what) {
     for (OffloadState* state : states)
         if (!state) fatal("%s on an Offload whose get() was already called", what);
@@ -161,18 +156,39 @@ std::size_t wait_first(std::span<OffloadState* const> states, const char* what) 
         if (state->waiter.fiber)
             fatal("%s: %s waits for this work already", what, label(*state->waiter.fiber).text);
     }
-    if (this_fiber::cancelled()) throw std::system_error(ECANCELED, std::generic_category(), what);
     Waiting waiting{states};
-    {
+    while ((found = first_done()) == states.size()) {
+        if (this_fiber::cancelled()) throw Cancelled(what);
         const ParkToken me = manager.begin_wait();
         const CancelScope cancellable(me, forget_waiter, &waiting);
         for (OffloadState* state : states) state->waiter = me;
         manager.park(me, WaitSite{what, nullptr, states[0]});
         forget_waiter(&waiting);  // the first done woke it: leave the others
-        if (cancellable.woke_it()) throw std::system_error(ECANCELED, std::generic_category(), what);
+        if (cancellable.woke_it()) throw Cancelled(what);
     }
-    found = first_done();
     return found;
+}
+
+// get()'s wait. A cancel leaves the work settled before the frame that may
+// hold its captures goes: given up, or waited out.
+void wait_for_result(OffloadState& state, const char* what) {
+    OffloadState* const states[] = {&state};
+    try {
+        wait_first(states, what);
+    } catch (const Cancelled&) {
+        settle(state, what);
+        throw;
+    }
+}
+
+// The work is done, or no worker has taken it and it is given up (it will
+// never run), or a worker runs it now: then wait for it, shielded, for the
+// callable may be using this fiber's frame.
+void settle(OffloadState& state, const char* what) noexcept {
+    if (state.done || !state.home || state.give_up()) return;
+    const CancelShield until_the_callable_returns;
+    OffloadState* const states[] = {&state};
+    wait_first(states, what);
 }
 
 void get_twice() { fatal("Offload::get() was called twice; the first took the result"); }

@@ -37,7 +37,11 @@ namespace fib {
 class Event {
 public:
     Event();   // non-signaled; throws std::system_error if there is no eventfd to be had
-    ~Event();  // an Event a fiber waits on must not die: stops the program naming it
+    // An Event a fiber waits on must not die: stops the program naming it. Nor
+    // may it die on another thread than its own while that one still runs, once
+    // a fiber has waited on it: its eventfd is registered with that thread's
+    // Waiter, which only a close there tells (lesson 5). That stops the program too.
+    ~Event();
     Event(const Event&) = delete;  // fibers and the Waiter hold its address: it never moves
     Event& operator=(const Event&) = delete;
 
@@ -66,6 +70,7 @@ public:
 private:
     UniqueFd eventfd_;
     std::atomic<FiberManager*> owner_{nullptr};  // the thread's manager, from the first wait
+    int owner_thread_ = 0;                       // its thread's id, once a fiber has waited
     std::atomic<bool> eventfd_used_{false};      // set for good by the first eventfd write
     std::atomic<bool> signaled_{false};          // set() on the owner's thread
     ParkToken waiting_;                          // the wait of the fiber in wait() or wait_any()

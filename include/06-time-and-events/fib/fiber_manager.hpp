@@ -68,6 +68,11 @@ public:
 
     FiberRecord* running() const { return running_; }
     std::size_t ready_count() const { return ready_.size(); }
+    // The id (gettid) of this manager's thread; and whether `manager`, on thread
+    // `thread_id`, is alive still (a pointer alone cannot say: a later manager may
+    // have its address). From any thread.
+    int thread_id() const { return thread_id_; }
+    static bool alive(const FiberManager* manager, int thread_id);
     ManagerStats stats() const;
 
     // Tracing (trace.hpp): null unless FIB_TRACE is set. A layer above can mark
