@@ -2,6 +2,7 @@
 #include "fib/shard.hpp"
 
 #include <cstdio>
+#include <deque>
 #include <utility>
 
 #include "fib/cancel.hpp"
@@ -39,15 +40,17 @@ Shard& shard_of_this_thread(const char* what) {
 
 void send_wake(Shard& home, std::shared_ptr<SlotTicket> ticket) { home.send_wake(std::move(ticket)); }
 
+void slot_wait(Shard& home, bool begins) { home.slot_wait(begins); }
+
 bool post_job(Shard& shard, std::unique_ptr<Posted> call, bool wait) {
     return shard.post(std::move(call), wait);
 }
 
 }  // namespace detail
 
-// The thread's body. The Event is made here, once the manager exists, and the
-// shard opens its inbox only then: start() and every main wait for every
-// thread to get here.
+// The thread's body. The inbox opens here, once the manager exists (its
+// Event is this thread's), and is released here at the end, before the
+// Waiter goes: start() and every main wait for every thread to open it.
 void Shard::run(const std::function<void(std::size_t)>& main, const char* backend, std::latch& ready,
                 std::latch& returned) {
     std::optional<FiberManager> manager;
@@ -55,7 +58,7 @@ void Shard::run(const std::function<void(std::size_t)>& main, const char* backen
     try {
         manager.emplace();
         waiter.emplace(backend);
-        arrived_.emplace();
+        inbox_.open();
     } catch (...) {
         error = std::current_exception();
         ready.count_down();
@@ -68,10 +71,6 @@ void Shard::run(const std::function<void(std::size_t)>& main, const char* backen
         const std::lock_guard<std::mutex> lock(enrolled_mutex);
         enrolled.push_back(this);
     }
-    {
-        const std::lock_guard<std::mutex> lock(mutex_);
-        closed_ = false;
-    }
     // No main runs before every inbox is open: a post from it finds its thread there.
     ready.arrive_and_wait();
     Fiber dispatcher({.name = "cluster dispatcher"}, [this] { dispatch(); });
@@ -83,84 +82,81 @@ void Shard::run(const std::function<void(std::size_t)>& main, const char* backen
     }
     main_done_ = true;
     returned.count_down();
-    arrived_->set();
+    inbox_.nudge();
     dispatcher.join();
+    inbox_.release();
     const std::lock_guard<std::mutex> lock(enrolled_mutex);
     std::erase(enrolled, this);
 }
 
-// Lesson 8's inbox: the Event is set only by the change that found the inbox
-// empty; until the dispatcher has emptied it, it is set already.
-template <typename Change>
-void Shard::to_inbox(Change change) {
-    bool first;
-    {
-        const std::lock_guard<std::mutex> lock(mutex_);
-        if (closed_) return;
-        first = calls_.empty() && wakes_.empty() && !stop_unseen_;
-        change();
-    }
-    if (first) arrived_->set();
-}
-
+// The thread has ended (or not begun) when the post fails: the slot goes back.
+// A post that throws (no memory for the queue) gives it back too.
 bool Shard::post(std::unique_ptr<detail::Posted> call, bool wait) {
     if (wait ? !slots_.take("Cluster::post") : !slots_.try_take()) return false;
     bool queued = false;
-    to_inbox([&] {
-        calls_.push_back(std::move(call));
-        queued = true;
-    });
-    if (!queued) slots_.give_back();  // the thread has ended
+    try {
+        queued = inbox_.post(Message{std::move(call), nullptr});
+    } catch (...) {
+        slots_.give_back();
+        throw;
+    }
+    if (!queued) slots_.give_back();
     return queued;
 }
 
+// The ticket's fiber is this thread's, and waits: the inbox is open (a thread
+// does not end while its fibers wait for slots, see dispatch()).
 void Shard::send_wake(std::shared_ptr<SlotTicket> ticket) {
-    to_inbox([&] { wakes_.push_back(std::move(ticket)); });
+    inbox_.post(Message{nullptr, std::move(ticket)});
 }
 
-// A stop asked for before the thread is set up is found by its first look.
+// For good. A stop asked for before the thread is set up is found by its
+// first look; one asked for after it has ended changes nothing.
 void Shard::request_stop() {
-    {
-        const std::lock_guard<std::mutex> lock(mutex_);
-        stop_requested_ = true;
+    stop_requested_.store(true);
+    inbox_.nudge();
+}
+
+// The last wait for a slot that ends lets a stopping thread end: tell the
+// dispatcher to look again.
+void Shard::slot_wait(bool begins) {
+    if (begins) {
+        ++slot_waits_;
+        return;
     }
-    to_inbox([&] { stop_unseen_ = true; });
+    if (--slot_waits_ == 0) inbox_.nudge();
 }
 
 // The dispatcher: wakes the fibers whose tickets came home, starts a fiber
-// for each posted call, and waits on the Event only when it found nothing.
+// for each posted call, and waits on the inbox only when it found nothing.
 // It closes the inbox, ending the thread, once a stop was asked for, main has
-// returned and every posted fiber has ended; the senders still waiting for
-// room here are told (take() returns false).
+// returned, every posted fiber has ended and no fiber of the thread waits for
+// a slot anywhere (its wake would come here); the senders still waiting for
+// room here are told (take() returns false). It is shielded from cancels
+// (lesson 6): only this ending ends it.
 void Shard::dispatch() {
-    std::vector<std::unique_ptr<detail::Posted>> calls;
-    std::vector<std::shared_ptr<SlotTicket>> wakes;
+    const CancelShield until_the_thread_ends;
+    std::deque<Message> messages;
     for (;;) {
-        bool stop;
-        {
-            const std::lock_guard<std::mutex> lock(mutex_);
-            calls.swap(calls_);
-            wakes.swap(wakes_);
-            stop = stop_requested_;
-            stop_unseen_ = false;
-            if (calls.empty() && wakes.empty() && stop && main_done_ && running_.empty()) {
-                closed_ = true;
-                break;
-            }
-        }
-        for (const std::shared_ptr<SlotTicket>& ticket : wakes)
-            manager_->wake(ticket->waiter);
+        inbox_.take_all(messages);
+        const bool stop = stop_requested_.load();
+        if (messages.empty() && stop && main_done_ && running_.empty() && slot_waits_ == 0 &&
+            inbox_.close_if_empty())
+            break;
         const bool stop_news = stop && !stopping_;
         if (stop_news) begin_stop();
-        // Each new fiber runs before the next is made: one that does not
-        // block ends at once and hands its stack, still warm, to the next.
-        for (std::unique_ptr<detail::Posted>& call : calls) {
-            start_posted(std::move(call));
+        bool started = false;
+        for (Message& message : messages) {
+            if (message.wake) manager_->wake(message.wake->waiter);
+            if (!message.call) continue;
+            // Each new fiber runs before the next is made: one that does not
+            // block ends at once and hands its stack, still warm, to the next.
+            start_posted(std::move(message.call));
             manager_->yield();
+            started = true;
         }
-        if (calls.empty() && wakes.empty() && !stop_news) arrived_->wait();
-        calls.clear();
-        wakes.clear();
+        if (messages.empty() && !stop_news && !started) inbox_.wait();
+        messages.clear();
     }
     slots_.close();
 }
@@ -196,7 +192,7 @@ void Shard::run_posted(std::unique_ptr<detail::Posted> call) {
         ~Leave() {
             shard.running_.remove(&self);
             shard.slots_.give_back();
-            if (shard.running_.empty()) shard.arrived_->set();
+            if (shard.running_.empty()) shard.inbox_.nudge();
         }
     } leave{*this, self};
     call->run();

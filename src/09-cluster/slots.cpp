@@ -46,16 +46,24 @@ bool Slots::take(const char* what) {
         }
         waiting_.push_back(ticket);
     }
-    const CancelScope cancellable(me);
-    for (;;) {
-        manager.park(me, WaitSite{what, nullptr, this});
-        const std::lock_guard<std::mutex> lock(mutex_);
-        if (ticket->granted || closed_ || cancellable.woke_it()) break;
+    detail::slot_wait(home, true);  // the wake comes home: the thread must be there
+    {
+        const CancelScope cancellable(me);
+        for (;;) {
+            manager.park(me, WaitSite{what, nullptr, this});
+            const std::lock_guard<std::mutex> lock(mutex_);
+            if (ticket->granted || closed_ || cancellable.woke_it()) break;
+        }
     }
     ticket->waiter = ParkToken{};  // a wake still on its way finds nobody to wake
-    const std::lock_guard<std::mutex> lock(mutex_);
-    std::erase(waiting_, ticket);
-    return ticket->granted;
+    bool granted;
+    {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        std::erase(waiting_, ticket);
+        granted = ticket->granted;
+    }
+    detail::slot_wait(home, false);
+    return granted;
 }
 
 // The slot goes straight to the first ticket, still counted as used; the

@@ -65,6 +65,20 @@ public:
         closed_ = true;
         if (arrived_) arrived_->set();
     }
+    // The home thread: close() if nothing is left to take; true if it closed.
+    // (No post can slip in between the look and the close.)
+    bool close_if_empty() {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        if (!items_.empty()) return false;
+        closed_ = true;
+        return true;
+    }
+    // Any thread: sets the Event without posting, for a home fiber to look
+    // again at something beside the inbox (its own thread's news, say).
+    void nudge() {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        if (arrived_) arrived_->set();
+    }
     // The home thread: close(), and the Event goes, its eventfd closed here.
     void release() {
         const std::lock_guard<std::mutex> lock(mutex_);

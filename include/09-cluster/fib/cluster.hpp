@@ -18,18 +18,21 @@
 //
 // Threads talk through each thread's inbox: post() puts a callable in it,
 // and the thread's dispatcher fiber runs each as a new fiber there. The inbox
-// is lesson 8's protocol again: a mutex around a vector, and the thread's
-// Event (lesson 6) set only when the inbox was empty, so a burst of posts
-// costs one eventfd write; the dispatcher waits on the Event only after it
-// found the inbox empty, so no post is missed. An idle thread sleeps in
-// epoll_wait. Posts are bounded (Slots): at most `post_capacity` posted
-// callables queued or running on a thread, and a fiber that posts to a full
-// thread parks until one ends.
+// is lesson 8's Inbox: a mutex around a queue, and the thread's Event (lesson
+// 6) set only when the inbox was empty, so a burst of posts costs one eventfd
+// write; the dispatcher waits on the Event only after it found the inbox
+// empty, so no post is missed. An idle thread sleeps in epoll_wait. Posts are
+// bounded (Slots): at most `post_capacity` posted callables queued or running
+// on a thread, and a fiber that posts to a full thread parks until one ends.
 //
 // stop() cancels (lesson 6) each thread's main and every posted fiber still
-// running; what is posted after runs cancelled, and once a thread has ended,
-// post() returns false. A thread ends when stop() was called, its main has
-// returned and its posted fibers have ended.
+// running (and, through join, what they join); what is posted after runs
+// cancelled, and once a thread has ended, post() returns false. A thread ends
+// when stop() was called, its main has returned, its posted fibers have
+// ended, and none of its fibers waits for room anywhere (in a post's Slots or
+// a Mailbox's): that wait's wake comes home to this thread's inbox, so the
+// thread stays for it. Other fibers of its own (spawned and detached, say)
+// are its manager's to wait for, as on any thread.
 #pragma once
 
 #include <cstddef>

@@ -16,23 +16,35 @@
 //                  receive gives back; the slot goes to the first waiting
 //                  sender, and its wake home to the sender's dispatcher
 //
-// Values arrive in the order they were sent, and from one sender in the order
-// it sent them. The receiver checks the box before it waits, and a send sets
-// the Event after its value is in, so a value sent while the receiver goes
-// to sleep is found when the wait returns at once: no lost wake-up.
+// The values travel in an Inbox (lesson 8): a send puts its value in and sets
+// the Event, both under the inbox's mutex, and the receiver checks the box
+// before it waits, so a value sent while the receiver goes to sleep is found
+// when the wait returns at once: no lost wake-up. Values arrive in the order
+// they were sent, and from one sender in the order it sent them.
 //
-// One fiber at a time may receive, on the thread the Mailbox belongs to (the
-// one that made it if that one had a FiberManager, else the first to wait).
-// close() ends it: sends fail, receive() returns what is left, then nothing.
+// One fiber at a time may receive, on the thread that made the Mailbox, which
+// must have a FiberManager (the inbox's Event is that thread's). close() ends
+// it, from any thread: sends fail, receive() returns what is left, then
+// nothing; a cancel (lesson 6) ends a send (false) or a receive (nothing).
+//
+// Who may destroy it, and when: the receiver's thread, at any time; the
+// destructor closes the box, then waits (shielded from cancels) for every
+// send() and close() still inside it to leave. A send() or close() does its
+// last touch of the box inside a critical section the destructor waits on,
+// so once the receiver has its last value, or "closed and empty", the box may
+// go: the sender that put the value, the closer, and the senders woken from a
+// wait for room are done with it, or are waited for. What the box cannot
+// count is a send() yet to *begin*: a sender must not start one once the
+// receiver may destroy the box (say, after it closed the box itself).
 #pragma once
 
 #include <cstddef>
-#include <deque>
 #include <mutex>
 #include <optional>
 #include <utility>
 
-#include "fib/event.hpp"
+#include "fib/cancel.hpp"
+#include "fib/inbox.hpp"
 #include "fib/slots.hpp"
 
 namespace fib {
@@ -41,75 +53,93 @@ template <typename T>
 class Mailbox {
 public:
     explicit Mailbox(std::size_t capacity) : slots_(capacity) {}
+    // On the receiver's thread: see above.
+    ~Mailbox() {
+        close();
+        std::unique_lock<std::mutex> lock(inside_mutex_);
+        ending_ = true;
+        while (inside_ > 0) {
+            lock.unlock();
+            {
+                const CancelShield until_they_leave;
+                values_.wait();  // a leaving sender nudges it
+            }
+            lock.lock();
+        }
+    }
     Mailbox(const Mailbox&) = delete;
     Mailbox& operator=(const Mailbox&) = delete;
 
     // From a fiber of a Cluster's thread: parks while the box is full. False
     // if the box is closed, or the fiber is cancelled while it waits.
-    bool send(T value) { return slots_.take("Mailbox::send") && put(std::move(value)); }
+    bool send(T value) {
+        const Inside inside(*this);
+        return slots_.take("Mailbox::send") && put(std::move(value));
+    }
     // From any thread: false at once if the box is full or closed.
-    bool try_send(T value) { return slots_.try_take() && put(std::move(value)); }
+    bool try_send(T value) {
+        const Inside inside(*this);
+        return slots_.try_take() && put(std::move(value));
+    }
 
     // From the receiving fiber: the oldest value, parking while there is none;
     // nothing if the fiber is cancelled, or the box is closed and empty.
     std::optional<T> receive() {
         for (;;) {
             if (std::optional<T> value = try_receive()) return value;
-            {
-                const std::lock_guard<std::mutex> lock(mutex_);
-                if (closed_ && values_.empty()) return std::nullopt;
-            }
-            if (!arrived_.wait()) return std::nullopt;
+            if (values_.finished()) return std::nullopt;
+            if (!values_.wait()) return std::nullopt;
         }
     }
     // Never parks: the oldest value, if any.
     std::optional<T> try_receive() {
-        std::optional<T> value;
-        {
-            const std::lock_guard<std::mutex> lock(mutex_);
-            if (values_.empty()) return value;
-            value.emplace(std::move(values_.front()));
-            values_.pop_front();
-        }
-        slots_.give_back();  // room for the next sender
+        std::optional<T> value = values_.take_one();
+        if (value) slots_.give_back();  // room for the next sender
         return value;
     }
 
     // From any thread: sends fail from now on, waiting senders and the receiver wake.
     void close() {
-        {
-            const std::lock_guard<std::mutex> lock(mutex_);
-            closed_ = true;
-        }
+        const Inside inside(*this);
+        values_.close();
         slots_.close();
-        arrived_.set();
     }
 
     std::size_t capacity() const { return slots_.capacity(); }
 
 private:
-    // The value goes in under the mutex, the Event is set after: a receiver
-    // that finds it empty and then waits finds the Event set.
-    bool put(T&& value) {
-        bool first;
-        {
-            const std::lock_guard<std::mutex> lock(mutex_);
-            if (closed_) {
-                slots_.give_back();
-                return false;
-            }
-            first = values_.empty();
-            values_.push_back(std::move(value));
+    // A send() or close() in progress, counted so that the destructor can wait
+    // for it. Its last touch of the box is the unlock in ~Inside, after which
+    // the destructor, if it waits, may go on.
+    struct Inside {
+        explicit Inside(Mailbox& box) : box(box) {
+            const std::lock_guard<std::mutex> lock(box.inside_mutex_);
+            ++box.inside_;
         }
-        if (first) arrived_.set();
-        return true;
+        ~Inside() {
+            const std::lock_guard<std::mutex> lock(box.inside_mutex_);
+            if (--box.inside_ == 0 && box.ending_) box.values_.nudge();
+        }
+        Mailbox& box;
+    };
+
+    // A value that does not go in (closed, or no memory for it) gives its slot back.
+    bool put(T&& value) {
+        try {
+            if (values_.post(std::move(value))) return true;
+        } catch (...) {
+            slots_.give_back();
+            throw;
+        }
+        slots_.give_back();
+        return false;
     }
 
     Slots slots_;
-    std::mutex mutex_;
-    std::deque<T> values_;
-    bool closed_ = false;
-    Event arrived_;
+    Inbox<T> values_;  // made here, on the receiver's thread
+    std::mutex inside_mutex_;
+    std::size_t inside_ = 0;  // sends and closes in progress
+    bool ending_ = false;     // the destructor waits for them
 };
 
 }  // namespace fib

@@ -5,25 +5,24 @@
 // methods are in shard.cpp; the dispatcher's loop is the heart of the lesson.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <exception>
 #include <functional>
 #include <latch>
 #include <memory>
-#include <mutex>
-#include <optional>
-#include <vector>
 
 #include "fib/cluster.hpp"
-#include "fib/event.hpp"
 #include "fib/fiber_manager.hpp"
+#include "fib/inbox.hpp"
 #include "fib/intrusive_list.hpp"
 #include "fib/slots.hpp"
 
 namespace fib {
 
-// One thread of a Cluster. Other threads touch only the inbox: `mutex_` and
-// what it guards, then `arrived_`'s set(). The rest is the thread's own.
+// One thread of a Cluster. Other threads touch only its inbox (lesson 8's
+// Inbox: post() under its mutex), its Slots and `stop_requested_`. The rest is
+// the thread's own.
 class Shard {
 public:
     Shard(Cluster& cluster, std::size_t index, std::size_t capacity)
@@ -34,6 +33,9 @@ public:
     bool post(std::unique_ptr<detail::Posted> call, bool wait);
     void send_wake(std::shared_ptr<SlotTicket> ticket);
     void request_stop();
+    // A fiber of this thread begins or ends a wait for a slot (slots.cpp): its
+    // wake will come through this inbox, so the thread must not end meanwhile.
+    void slot_wait(bool begins);
     FiberManager* manager() const { return manager_; }
 
     const std::size_t index;
@@ -45,28 +47,29 @@ private:
         FiberRecord* fiber;
         ListLink<Running> link;
     };
-    template <typename Change>
-    void to_inbox(Change change);
+    // What other threads send: a call to run, a slot's wake, or a look (a stop,
+    // or news of the thread's own).
+    struct Message {
+        std::unique_ptr<detail::Posted> call;
+        std::shared_ptr<SlotTicket> wake;
+    };
     void dispatch();
     void begin_stop();
     void start_posted(std::unique_ptr<detail::Posted> call);
     void run_posted(std::unique_ptr<detail::Posted> call);
 
     Cluster& cluster_;
-    // The inbox, any thread.
-    std::mutex mutex_;
-    std::vector<std::unique_ptr<detail::Posted>> calls_;
-    std::vector<std::shared_ptr<SlotTicket>> wakes_;
-    bool stop_requested_ = false;  // for good
-    bool stop_unseen_ = false;     // until the dispatcher has taken it in
-    bool closed_ = true;           // until the thread is set up, and once it has ended
-    std::optional<Event> arrived_; // made on the thread, so that its set() there is a plain flag
-    Slots slots_;                  // posted calls queued or running here
+    // Any thread. The inbox is closed until the thread has set up (it opens it,
+    // making its Event there) and once it has ended (it releases it there).
+    Inbox<Message> inbox_{Inbox<Message>::Closed{}};
+    std::atomic<bool> stop_requested_{false};  // for good
+    Slots slots_;                              // posted calls queued or running here
     // The thread's own.
     FiberManager* manager_ = nullptr;
     FiberRecord* main_ = nullptr;  // the thread's first fiber, which runs main
     bool main_done_ = false;
     bool stopping_ = false;
+    std::size_t slot_waits_ = 0;   // fibers of this thread waiting for a slot, anywhere
     IntrusiveList<Running, &Running::link> running_;
 };
 

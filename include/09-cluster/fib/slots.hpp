@@ -43,9 +43,12 @@ struct SlotTicket {
 
 namespace detail {
 // shard.cpp: the shard of the calling thread (fatal, naming `what`, on a thread
-// outside every Cluster), and the wake of a ticket's fiber, sent to its home.
+// outside every Cluster); the wake of a ticket's fiber, sent to its home; and
+// the home told that one of its fibers begins or ends a wait for a slot (a
+// thread does not end while its fibers wait: their wakes would have nowhere to go).
 Shard& shard_of_this_thread(const char* what);
 void send_wake(Shard& home, std::shared_ptr<SlotTicket> ticket);
+void slot_wait(Shard& home, bool begins);
 }  // namespace detail
 
 class Slots {

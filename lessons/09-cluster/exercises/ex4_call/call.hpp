@@ -8,8 +8,10 @@
 // its value, or rethrows its exception, on the caller's own thread. A caller
 // cancelled while it waits gets std::system_error(ECANCELED) at once; the
 // function still runs to its end on the other thread, and nothing it leaves
-// behind may touch the caller's frame. If thread `index` has ended, throws
-// std::system_error(ESHUTDOWN). For functions that return a value (not void).
+// behind may touch the caller's frame, nor close an fd the caller's thread
+// watches (an Event the caller waited on dies on the caller's thread: lesson
+// 6). If thread `index` has ended, throws std::system_error(ESHUTDOWN). For
+// functions that return a value (not void).
 #pragma once
 
 #include <type_traits>
