@@ -73,6 +73,18 @@ TEST(L02_Trace, AFullBufferCountsWhatItDrops) {
     EXPECT_EQ(instants(text), "spawn/1 spawn/2");
 }
 
+// The check the tests make of a whole file: one JSON value, nothing cut.
+TEST(L02_Trace, TheJsonCheckTakesWholeJsonAndNothingElse) {
+    EXPECT_TRUE(JsonCheck::valid("{\"traceEvents\":[\n{\"ts\":-1.5e3,\"s\":\"a\\\"b\\u00e9\"},[],{}\n]}\n"));
+    EXPECT_TRUE(JsonCheck::valid("[true,false,null,0,12.25]"));
+    EXPECT_FALSE(JsonCheck::valid("{\"traceEvents\":[\n{\"ts\":1}"));  // cut short
+    EXPECT_FALSE(JsonCheck::valid("{\"traceEvents\":[{\"ts\":1},]}"));  // a stray comma
+    EXPECT_FALSE(JsonCheck::valid("{\"name\":\"a\tb\"}"));             // a raw control character
+    EXPECT_FALSE(JsonCheck::valid("{\"ts\":1.}"));
+    EXPECT_FALSE(JsonCheck::valid("{} {}"));
+    EXPECT_FALSE(JsonCheck::valid(""));
+}
+
 TEST(L02_Trace, WithoutTheVariableNothingIsWrittenOrPrinted) {
     const std::string path = trace_path("off");
     EXPECT_EXIT(
