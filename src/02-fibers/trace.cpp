@@ -76,8 +76,10 @@ Trace* Trace::for_new_manager(const FiberRecord& main) {
     // main is running as the manager begins. The writer may already see this
     // trace in the list, so even this first event is recorded under its lock.
     std::lock_guard<std::mutex> hold(trace->lock_);
-    trace->name(main);
-    trace->record(TraceKind::Run, main.id, 0);
+    if (trace->record(TraceKind::Run, main.id, 0))
+        trace->name(main);
+    else
+        ++trace->dropped_names_;
     return trace;
 }
 
@@ -100,13 +102,14 @@ void Trace::add(TraceKind kind, std::uint64_t fiber, std::int64_t value, const c
 }
 
 // Tracing is on: the buffer grows (amortised) up to its cap, then counts.
-void Trace::record(TraceKind kind, std::uint64_t fiber, std::int64_t value, const char* text,
+bool Trace::record(TraceKind kind, std::uint64_t fiber, std::int64_t value, const char* text,
                    const void* object) {
     if (events_.size() >= capacity_) {
         ++dropped_;
-        return;
+        return false;
     }
     events_.push_back(TraceEvent{trace_now_ns(), fiber, value, text, object, kind});
+    return true;
 }
 
 void Trace::name(const FiberRecord& fiber) {
@@ -116,10 +119,14 @@ void Trace::name(const FiberRecord& fiber) {
     names_.push_back(entry);
 }
 
+// A name without its spawn would name a track with no events: once the buffer
+// is full it stays full, so a fiber whose spawn was dropped has nothing kept.
 void Trace::spawn(const FiberRecord& fiber, const FiberRecord& by) {
     std::lock_guard<std::mutex> hold(lock_);
-    name(fiber);
-    record(TraceKind::Spawn, fiber.id, static_cast<std::int64_t>(by.id));
+    if (record(TraceKind::Spawn, fiber.id, static_cast<std::int64_t>(by.id)))
+        name(fiber);
+    else
+        ++dropped_names_;
 }
 
 void Trace::park(const FiberRecord& fiber, const WaitSite& site) {

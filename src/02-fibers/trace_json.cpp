@@ -28,7 +28,9 @@ void TraceJson::start_manager(const Trace& trace) {
     const std::string process = "fib manager " + std::to_string(pid_) + " (thread " +
                                 std::to_string(trace.thread_id()) +
                                 (trace.closed_ns() ? ")" : ", still running at exit)");
-    meta(0, "process_name", process, ",\"dropped_events\":" + std::to_string(trace.dropped()));
+    meta(0, "process_name", process,
+         ",\"dropped_events\":" + std::to_string(trace.dropped()) +
+             ",\"dropped_names\":" + std::to_string(trace.dropped_names()));
     for (const TraceName& entry : trace.names()) meta(entry.fiber, "thread_name", label(entry.fiber), "");
 }
 

@@ -4,10 +4,14 @@
 // tells it every step of its fibers' lives: spawned, run (switched in),
 // yielded, parked (with its WaitSite), woken (by whom), ended. A layer above
 // may add spans of its own to the running fiber's track (begin/end). Events go
-// into a buffer of this manager's own, capped at FIB_TRACE_EVENTS (1,000,000
-// by default; the rest are counted as dropped). At exit every manager's buffer
-// is written to the one file as Chrome trace-event JSON (trace_json.hpp): one
+// into a buffer of this manager's own. At exit every manager's buffer is
+// written to the one file as Chrome trace-event JSON (trace_json.hpp): one
 // track per fiber, its running, ready and parked spans as slices.
+//
+// FIB_TRACE_EVENTS (1,000,000 by default) bounds everything a Trace keeps: at
+// most that many events, and a fiber's name only with its kept spawn (so no
+// more names than events). What does not fit is counted, not kept, and the
+// file says how many events and names were dropped.
 //
 // Threads. A Trace is written to by its manager's thread, at every hook, and
 // read by the writer, on the thread that calls exit(), while managers on other
@@ -88,6 +92,7 @@ public:
     int thread_id() const { return thread_id_; }
     std::uint64_t closed_ns() const { return closed_ns_; }
     std::uint64_t dropped() const { return dropped_; }
+    std::uint64_t dropped_names() const { return dropped_names_; }
     const std::vector<TraceEvent>& events() const { return events_; }
     const std::vector<TraceName>& names() const { return names_; }
 
@@ -96,8 +101,8 @@ private:
     // Takes the lock and records one event.
     void add(TraceKind kind, std::uint64_t fiber, std::int64_t value, const char* text = nullptr,
              const void* object = nullptr);
-    // These three run under the lock.
-    void record(TraceKind kind, std::uint64_t fiber, std::int64_t value, const char* text = nullptr,
+    // These three run under the lock. record() says whether the event was kept.
+    bool record(TraceKind kind, std::uint64_t fiber, std::int64_t value, const char* text = nullptr,
                 const void* object = nullptr);
     void park(const FiberRecord& fiber, const WaitSite& site);
     void name(const FiberRecord& fiber);
@@ -108,8 +113,9 @@ private:
     std::mutex lock_;       // the manager's thread records under it, the writer reads under it
     std::uint64_t closed_ns_ = 0;
     std::uint64_t dropped_ = 0;
+    std::uint64_t dropped_names_ = 0;  // fibers whose spawn was dropped, and their names with it
     std::vector<TraceEvent> events_;
-    std::vector<TraceName> names_;
+    std::vector<TraceName> names_;  // no longer than events_: one per kept Spawn, and main's
 };
 
 // The monotonic clock in nanoseconds, as every event's time.
