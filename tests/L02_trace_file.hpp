@@ -2,14 +2,17 @@
 //
 // The child sets FIB_TRACE (and FIB_TRACE_EVENTS, when given), runs the
 // scenario and exits, which writes the trace; the parent reads the file back
-// and looks at it by substrings and by its instant events, in order.
+// and looks at it by substrings and by its instant events, in order, and
+// checks that it is whole JSON (JsonCheck).
 #pragma once
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -61,6 +64,112 @@ inline std::string instants(const std::string& text) {
     }
     return result;
 }
+
+// Whether `text` is one whole JSON value (RFC 8259's grammar) and nothing after it
+// but white space: a file cut short, or one with a torn event in it, is not.
+class JsonCheck {
+public:
+    static bool valid(const std::string& text) {
+        JsonCheck check(text);
+        if (!check.value()) return false;
+        check.skip_space();
+        return check.at_ == text.size();
+    }
+
+private:
+    explicit JsonCheck(const std::string& text) : text_(text) {}
+
+    bool value() {
+        skip_space();
+        if (at_ >= text_.size()) return false;
+        switch (text_[at_]) {
+        case '{': return items('}', true);
+        case '[': return items(']', false);
+        case '"': return string();
+        case 't': return word("true");
+        case 'f': return word("false");
+        case 'n': return word("null");
+        default: return number();
+        }
+    }
+
+    // An object's "key": value members or an array's values, up to `close`.
+    bool items(char close, bool keyed) {
+        ++at_;
+        skip_space();
+        if (next_is(close)) return true;
+        for (;;) {
+            skip_space();
+            if (keyed && !(at_ < text_.size() && text_[at_] == '"' && string())) return false;
+            skip_space();
+            if (keyed && !next_is(':')) return false;
+            if (!value()) return false;
+            skip_space();
+            if (next_is(close)) return true;
+            if (!next_is(',')) return false;
+        }
+    }
+
+    bool string() {
+        ++at_;
+        while (at_ < text_.size()) {
+            const unsigned char c = static_cast<unsigned char>(text_[at_++]);
+            if (c == '"') return true;
+            if (c < 0x20) return false;
+            if (c != '\\') continue;
+            if (at_ >= text_.size()) return false;
+            const char escaped = text_[at_++];
+            if (escaped == 'u') {
+                for (int i = 0; i < 4; ++i, ++at_)
+                    if (at_ >= text_.size() || !std::isxdigit(static_cast<unsigned char>(text_[at_])))
+                        return false;
+            } else if (!one_of("\"\\/bfnrt", escaped)) {
+                return false;
+            }
+        }
+        return false;
+    }
+
+    // -?digits(.digits)?([eE][+-]?digits)?
+    bool number() {
+        next_is('-');
+        if (!digits()) return false;
+        if (next_is('.') && !digits()) return false;
+        if (next_is('e') || next_is('E')) {
+            if (!next_is('+')) next_is('-');
+            if (!digits()) return false;
+        }
+        return true;
+    }
+
+    bool digits() {
+        const std::size_t from = at_;
+        while (at_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[at_]))) ++at_;
+        return at_ > from;
+    }
+
+    bool word(const char* expected) {
+        const std::string wanted = expected;
+        if (text_.compare(at_, wanted.size(), wanted) != 0) return false;
+        at_ += wanted.size();
+        return true;
+    }
+
+    bool next_is(char c) {
+        if (at_ >= text_.size() || text_[at_] != c) return false;
+        ++at_;
+        return true;
+    }
+
+    void skip_space() {
+        while (at_ < text_.size() && one_of(" \t\n\r", text_[at_])) ++at_;
+    }
+
+    static bool one_of(const char* set, char c) { return c != '\0' && std::strchr(set, c); }
+
+    const std::string& text_;
+    std::size_t at_ = 0;
+};
 
 // Runs `scenario` in a child with FIB_TRACE=path (and FIB_TRACE_EVENTS=events
 // unless null), checks the line the child prints on stderr as it exits, and

@@ -1,6 +1,7 @@
 // L02_trace_test.cpp — lesson 2: FIB_TRACE. A traced run writes one track per fiber, each
 // spawn, wake and end in order, a parked slice named after its wait site with its waker, and
-// counts what a full buffer drops; without the variable nothing is written or printed.
+// counts what a full buffer drops, fiber names included; without the variable nothing is
+// written or printed.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -69,8 +70,46 @@ TEST(L02_Trace, EveryRunningSpanEndsAtAYieldAParkOrAnEnd) {
 TEST(L02_Trace, AFullBufferCountsWhatItDrops) {
     EXPECTS_FIFO_ORDER();  // counts the steps of one interleaving
     const std::string text = run_traced(trace_path("dropped"), "5", worker_joiner_and_main);
-    EXPECT_EQ(count(text, "\"dropped_events\":10"), 1);
+    EXPECT_EQ(count(text, "\"dropped_events\":10,\"dropped_names\":0}"), 1);  // both spawns kept
     EXPECT_EQ(instants(text), "spawn/1 spawn/2");
+}
+
+// The check the tests make of a whole file: one JSON value, nothing cut.
+TEST(L02_Trace, TheJsonCheckTakesWholeJsonAndNothingElse) {
+    EXPECT_TRUE(JsonCheck::valid("{\"traceEvents\":[\n{\"ts\":-1.5e3,\"s\":\"a\\\"b\\u00e9\"},[],{}\n]}\n"));
+    EXPECT_TRUE(JsonCheck::valid("[true,false,null,0,12.25]"));
+    EXPECT_FALSE(JsonCheck::valid("{\"traceEvents\":[\n{\"ts\":1}"));  // cut short
+    EXPECT_FALSE(JsonCheck::valid("{\"traceEvents\":[{\"ts\":1},]}"));  // a stray comma
+    EXPECT_FALSE(JsonCheck::valid("{\"name\":\"a\tb\"}"));             // a raw control character
+    EXPECT_FALSE(JsonCheck::valid("{\"ts\":1.}"));
+    EXPECT_FALSE(JsonCheck::valid("{} {}"));
+    EXPECT_FALSE(JsonCheck::valid(""));
+}
+
+// Far more fibers than the buffer holds events: main spawns and joins them one
+// at a time, each ending at once.
+constexpr int kManyFibers = 20'000;
+constexpr int kSmallCap = 100;
+
+void many_short_fibers() {
+    fib::FiberManager manager;
+    for (int i = 0; i < kManyFibers; ++i) fib::Fiber({.name = "short-lived"}, [] {}).join();
+}
+
+// The cap bounds the names too: a fiber's name is kept only with its spawn event,
+// so at most kSmallCap of them, and each name not kept is counted. The file then
+// holds at most three lines per event kept (a slice, an instant, a last slice)
+// and one per name, none longer than a few hundred bytes.
+TEST(L02_Trace, AFullBufferKeepsNoMoreNamesThanEventsAndCountsTheNamesItDrops) {
+    const std::string text =
+        run_traced(trace_path("names"), std::to_string(kSmallCap).c_str(), many_short_fibers);
+    EXPECT_TRUE(JsonCheck::valid(text));
+    const int names = count(text, "\"name\":\"thread_name\"");
+    EXPECT_GE(names, 2);  // main and the first fiber
+    EXPECT_LE(names, kSmallCap);
+    EXPECT_EQ(count(text, "\"dropped_names\":" + std::to_string(kManyFibers + 1 - names) + "}"), 1);
+    EXPECT_LE(count(text, "\n"), 4 * kSmallCap + 3);
+    EXPECT_LE(text.size(), 300u * (4 * kSmallCap + 3));
 }
 
 TEST(L02_Trace, WithoutTheVariableNothingIsWrittenOrPrinted) {

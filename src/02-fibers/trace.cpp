@@ -15,7 +15,8 @@ constexpr std::size_t kDefaultCapacity = 1'000'000;
 constexpr std::size_t kFirstReserve = 4096;
 
 // Every Trace of the process. Managers on several threads register here, so
-// it is locked; the events themselves go to each manager's own buffer, unlocked.
+// it is locked; the events themselves go to each manager's own buffer, under
+// that Trace's own lock. The writer takes this lock, then each Trace's in turn.
 struct Registry {
     std::mutex lock;
     std::vector<Trace*> traces;
@@ -72,15 +73,21 @@ Trace* Trace::for_new_manager(const FiberRecord& main) {
         trace = new Trace(static_cast<int>(all.traces.size()) + 1, capacity_from_environment());
         all.traces.push_back(trace);
     }
-    trace->name(main);
-    trace->add(TraceKind::Run, main.id, 0);  // main is running as the manager begins
+    // main is running as the manager begins. The writer may already see this
+    // trace in the list, so even this first event is recorded under its lock.
+    std::lock_guard<std::mutex> hold(trace->lock_);
+    if (trace->record(TraceKind::Run, main.id, 0))
+        trace->name(main);
+    else
+        ++trace->dropped_names_;
     return trace;
 }
 
 void Trace::switched(const FiberRecord& from, const FiberRecord& to) {
-    if (from.state == FiberState::Ready) add(TraceKind::Yield, from.id, 0);
+    std::lock_guard<std::mutex> hold(lock_);
+    if (from.state == FiberState::Ready) record(TraceKind::Yield, from.id, 0);
     if (from.state == FiberState::Blocked) park(from, from.waiting_for);
-    add(TraceKind::Run, to.id, 0);
+    record(TraceKind::Run, to.id, 0);
 }
 
 Trace::Trace(int ordinal, std::size_t capacity)
@@ -88,14 +95,21 @@ Trace::Trace(int ordinal, std::size_t capacity)
     events_.reserve(capacity < kFirstReserve ? capacity : kFirstReserve);
 }
 
-// Tracing is on: the buffer grows (amortised) up to its cap, then counts.
 void Trace::add(TraceKind kind, std::uint64_t fiber, std::int64_t value, const char* text,
                 const void* object) {
+    std::lock_guard<std::mutex> hold(lock_);
+    record(kind, fiber, value, text, object);
+}
+
+// Tracing is on: the buffer grows (amortised) up to its cap, then counts.
+bool Trace::record(TraceKind kind, std::uint64_t fiber, std::int64_t value, const char* text,
+                   const void* object) {
     if (events_.size() >= capacity_) {
         ++dropped_;
-        return;
+        return false;
     }
     events_.push_back(TraceEvent{trace_now_ns(), fiber, value, text, object, kind});
+    return true;
 }
 
 void Trace::name(const FiberRecord& fiber) {
@@ -105,16 +119,24 @@ void Trace::name(const FiberRecord& fiber) {
     names_.push_back(entry);
 }
 
+// A name without its spawn would name a track with no events: once the buffer
+// is full it stays full, so a fiber whose spawn was dropped has nothing kept.
 void Trace::spawn(const FiberRecord& fiber, const FiberRecord& by) {
-    name(fiber);
-    add(TraceKind::Spawn, fiber.id, static_cast<std::int64_t>(by.id));
+    std::lock_guard<std::mutex> hold(lock_);
+    if (record(TraceKind::Spawn, fiber.id, static_cast<std::int64_t>(by.id)))
+        name(fiber);
+    else
+        ++dropped_names_;
 }
 
 void Trace::park(const FiberRecord& fiber, const WaitSite& site) {
     const std::int64_t waited_for = site.fiber ? static_cast<std::int64_t>(site.fiber->id) : -1;
-    add(TraceKind::Park, fiber.id, waited_for, site.what, site.object);
+    record(TraceKind::Park, fiber.id, waited_for, site.what, site.object);
 }
 
-void Trace::close() { closed_ns_ = trace_now_ns(); }
+void Trace::close() {
+    std::lock_guard<std::mutex> hold(lock_);
+    closed_ns_ = trace_now_ns();
+}
 
 }  // namespace fib

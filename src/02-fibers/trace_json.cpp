@@ -10,7 +10,10 @@ bool write_trace_json(const char* path, const std::vector<Trace*>& traces, std::
     if (!out) return false;
     std::fprintf(out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
     TraceJson json(out, origin_ns);
-    for (const Trace* trace : traces) {
+    // Each trace under its lock (trace.hpp): its manager's thread, if it still
+    // runs, waits at its next hook until its trace is written.
+    for (Trace* trace : traces) {
+        std::lock_guard<std::mutex> hold(trace->lock());
         json.start_manager(*trace);
         replay_trace(*trace, json);
     }
@@ -23,8 +26,11 @@ void TraceJson::start_manager(const Trace& trace) {
     names_.clear();
     for (const TraceName& entry : trace.names()) names_[entry.fiber] = entry.name;
     const std::string process = "fib manager " + std::to_string(pid_) + " (thread " +
-                                std::to_string(trace.thread_id()) + ")";
-    meta(0, "process_name", process, ",\"dropped_events\":" + std::to_string(trace.dropped()));
+                                std::to_string(trace.thread_id()) +
+                                (trace.closed_ns() ? ")" : ", still running at exit)");
+    meta(0, "process_name", process,
+         ",\"dropped_events\":" + std::to_string(trace.dropped()) +
+             ",\"dropped_names\":" + std::to_string(trace.dropped_names()));
     for (const TraceName& entry : trace.names()) meta(entry.fiber, "thread_name", label(entry.fiber), "");
 }
 

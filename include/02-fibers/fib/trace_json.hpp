@@ -19,7 +19,8 @@ class TraceJson {
 public:
     TraceJson(std::FILE* out, std::uint64_t origin_ns) : out_(out), origin_ns_(origin_ns) {}
 
-    // A manager's metadata: its process and a named thread per fiber.
+    // A manager's metadata: its process (with what its trace dropped, and
+    // "still running at exit" if it was) and a named thread per fiber.
     void start_manager(const Trace& trace);
     // "fiber 3 (producer)", from the names the manager's trace kept.
     std::string label(std::int64_t id) const;
