@@ -29,16 +29,29 @@ def library_name(path):
     return match.group(1), path[match.end():]
 
 
+def _in_number(text, i):
+    """Whether the ' at text[i] is inside a numeric literal (a C++14 digit separator):
+    the run of letters, digits and separators before it starts with a digit."""
+    j = i
+    while j > 0 and (text[j - 1].isalnum() or text[j - 1] in "'_"):
+        j -= 1
+    return j < i and text[j].isdigit() and i + 1 < len(text) and text[i + 1].isalnum()
+
+
 def segments(text):
     """Splits C++ or assembly source into ("code", text), ("string", text) and
     ("comment", text) pieces: // and /* */ comments, and string or character literals."""
     pieces, code, i, n = [], [], 0, len(text)
     while i < n:
         c = text[i]
-        if c in "\"'":
+        if c == "'" and _in_number(text, i):
+            code.append(c)  # a digit separator, as in 20'000
+            i += 1
+        elif c in "\"'":
             j = i + 1
             while j < n and text[j] != c and text[j] != "\n":
                 j += 2 if text[j] == "\\" else 1
+            j = min(j, n - 1) if text[j:j + 1] != "\n" else j - 1  # an unclosed one keeps its newline
             pieces.append(("code", "".join(code)))
             pieces.append(("string", text[i:j + 1]))
             code, i = [], j + 1
