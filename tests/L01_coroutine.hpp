@@ -1,8 +1,8 @@
 // L01_coroutine.hpp — lesson 1 tests: a fresh context run as a coroutine of the test thread.
 //
 // The lesson-1 tests need to switch into a context and back many times, with
-// every switch bracketed for AddressSanitizer as the lesson's demo does. This
-// helper does exactly that and nothing more.
+// every switch bracketed for AddressSanitizer and ThreadSanitizer as the
+// lesson's demo does. This helper does exactly that and nothing more.
 #pragma once
 
 #include <sanitizer/asan_interface.h>
@@ -38,6 +38,9 @@ struct Coroutine {
     std::size_t caller_stack_size = 0;
     void* caller_fake_stack = nullptr;
     void* self_fake_stack = nullptr;
+    // TSan's fibers: this context's, and its caller's (learned at each resume).
+    void* tsan_self = fib::sanitizer::tsan_create_fiber("coroutine");
+    void* tsan_caller = nullptr;
 
     // Start entry(arg) at a stack top `below_top` bytes under the Stack's top.
     explicit Coroutine(fib::ContextEntry entry, std::size_t below_top = 0) {
@@ -50,7 +53,10 @@ struct Coroutine {
     }
     // Frames abandoned on the stack may still be poisoned for ASan: clear them
     // before the pages go back to the kernel (a no-op without ASan).
-    ~Coroutine() { ASAN_UNPOISON_MEMORY_REGION(stack.bottom(), stack.size()); }
+    ~Coroutine() {
+        ASAN_UNPOISON_MEMORY_REGION(stack.bottom(), stack.size());
+        fib::sanitizer::tsan_destroy_fiber(tsan_self);
+    }
 
     static void switch_between(fib::Context* from, fib::Context* to, std::uintptr_t arg,
                                const Probe* probe) {
@@ -60,7 +66,9 @@ struct Coroutine {
             fib::switch_context(from, to, arg);
     }
     void resume(std::uintptr_t arg, const Probe* probe = nullptr) {
+        tsan_caller = fib::sanitizer::tsan_current_fiber();
         fib::sanitizer::start_switch(&caller_fake_stack, stack.bottom(), stack.size());
+        fib::sanitizer::tsan_switch_to(tsan_self);
         switch_between(&caller, &self, arg, probe);
         fib::sanitizer::finish_switch(caller_fake_stack, nullptr, nullptr);
     }
@@ -68,6 +76,7 @@ struct Coroutine {
     void resume() { resume(reinterpret_cast<std::uintptr_t>(this)); }
     void yield(const Probe* probe = nullptr) {
         fib::sanitizer::start_switch(&self_fake_stack, caller_stack_bottom, caller_stack_size);
+        fib::sanitizer::tsan_switch_to(tsan_caller);
         switch_between(&self, &caller, 0, probe);
         fib::sanitizer::finish_switch(self_fake_stack, nullptr, nullptr);
     }
@@ -79,6 +88,7 @@ struct Coroutine {
     // once, so nothing after start_switch may touch them.
     [[noreturn]] void leave() {
         fib::sanitizer::start_switch(nullptr, caller_stack_bottom, caller_stack_size);
+        fib::sanitizer::tsan_switch_to(tsan_caller);
         fib::switch_context(&self, &caller, 0);
         __builtin_unreachable();
     }

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "L01_sanitizers.hpp"
 #include "fib/context.hpp"
 #include "fib/sanitizer.hpp"
 #include "fib/stack.hpp"
@@ -40,6 +41,8 @@ std::size_t count_lines(const char* path) {
 // than vm.max_map_count / 2 stacks can be live at once: with mprotect'ed guards they could
 // not. Skipped on kernels without guard regions (madvise says EINVAL).
 TEST(L01_Stack, WithGuardRegionsMoreStacksLiveThanHalfTheMappingLimit) {
+    SKIP_UNDER_THREAD_SANITIZER("it maps stacks up to the kernel's mapping limit, and TSan, which "
+                                "maps memory of its own as the program runs, would fail first");
     void* probe = mmap(nullptr, fib::page_size(), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(probe, MAP_FAILED);
@@ -206,17 +209,26 @@ struct DeepRun {
         fib::sanitizer::finish_switch(nullptr, &run.main_stack_bottom, &run.main_stack_size);
         run.intact_frames = recurse(run, 1);
         fib::sanitizer::start_switch(nullptr, run.main_stack_bottom, run.main_stack_size);
+        fib::sanitizer::tsan_switch_to(run.tsan_main);
         fib::switch_context(&run.deep, &run.main, 0);
     }
 
+    // TSan's fibers: main's, and the deep context's.
+    void* tsan_main = fib::sanitizer::tsan_current_fiber();
+    void* tsan_deep = fib::sanitizer::tsan_create_fiber("deep");
+
     // Frames abandoned on the stack may still be poisoned for ASan (no-op without it).
-    ~DeepRun() { ASAN_UNPOISON_MEMORY_REGION(stack.bottom(), stack.size()); }
+    ~DeepRun() {
+        ASAN_UNPOISON_MEMORY_REGION(stack.bottom(), stack.size());
+        fib::sanitizer::tsan_destroy_fiber(tsan_deep);
+    }
 };
 
 TEST(L01_Stack, AContextCanUseThreeQuartersOfItsStackAndSwitchBack) {
     DeepRun run;
     fib::prepare_context(run.deep, run.stack.top(), DeepRun::entry);
     fib::sanitizer::start_switch(&run.main_fake_stack, run.stack.bottom(), run.stack.size());
+    fib::sanitizer::tsan_switch_to(run.tsan_deep);
     fib::switch_context(&run.main, &run.deep, reinterpret_cast<std::uintptr_t>(&run));
     fib::sanitizer::finish_switch(run.main_fake_stack, nullptr, nullptr);
     EXPECT_GE(run.bytes_used, run.stack.size() / 4 * 3);

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "L01_sanitizers.hpp"
 #include "L02_schedule.hpp"
 #include "fib/fiber.hpp"
 #include "fib/intrusive_list.hpp"
@@ -180,9 +181,10 @@ TEST(L02_Manager, HundredThousandFibersInRoundsReuseThePeakNumberOfStacks) {
     fib::FiberManager manager;
     // vm.max_map_count (65530) allows about 32k live stacks (two mappings each), so the 100,000
     // fibers run in 100 rounds of 1,000. Each yields once, so a whole round is alive at once.
-    // Under ASan (make SAN=1 test) each fiber also maps and unmaps a fake stack of its own
-    // and 100 rounds take over a minute, so there 10 rounds run: 10,000 fibers.
-#if defined(__SANITIZE_ADDRESS__)
+    // Under ASan (make SAN=1 test) each fiber also maps and unmaps a fake stack of its own,
+    // and under TSan (make TSAN=1) it is a TSan fiber with state of its own: 100 rounds take
+    // over a minute, so there 10 rounds run: 10,000 fibers.
+#if UNDER_A_SANITIZER
     constexpr int kRounds = 10, kPerRound = 1000;
 #else
     constexpr int kRounds = 100, kPerRound = 1000;
@@ -241,7 +243,7 @@ TEST(L02_Manager, AfterABurstThePoolGivesTheColdStacksPagesBack) {
     const fib::ManagerStats stats = manager.stats();
     EXPECT_EQ(stats.stacks_pooled, static_cast<std::size_t>(kBurst));
     EXPECT_EQ(stats.stacks_trimmed, static_cast<std::size_t>(kBurst) - fib::StackPool::kWarm);
-#if !defined(__SANITIZE_ADDRESS__)
+#if !UNDER_A_SANITIZER  // their own memory per fiber swamps the stacks' pages
     EXPECT_GT(during - before, kBurst * 16 * 1024);  // the burst's pages were resident
     EXPECT_LT(resident_bytes() - before, 16L * 1024 * 1024);  // and are mostly gone
 #endif

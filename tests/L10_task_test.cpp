@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "L01_sanitizers.hpp"
 #include "fib/task.hpp"
 
 namespace {
@@ -88,9 +89,9 @@ TEST(L10_Task, AValueComesBackThroughCoAwait) {
 TEST(L10_Task, AnExceptionReachesTheAwaiter) { EXPECT_EQ(run_to_end(catches()), "caught: the task failed"); }
 
 // With -O2, each symmetric transfer is a tail call: a million nested co_awaits take no stack.
-// Under make SAN=1 (-O1 and AddressSanitizer) GCC 12 makes it an ordinary call, and each
+// Under make SAN=1 or TSAN=1 (-O1, instrumented) GCC 12 makes it an ordinary call, and each
 // level takes a frame of the stack: there the chain is kept to 1,000 levels.
-#if defined(__SANITIZE_ADDRESS__)
+#if UNDER_A_SANITIZER
 constexpr long kDepth = 1'000;
 #else
 constexpr long kDepth = 1'000'000;

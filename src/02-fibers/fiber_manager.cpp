@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "fib/fatal.hpp"
+#include "fib/sanitizer.hpp"
 #include "fib/shuffle.hpp"
 
 namespace fib {
@@ -23,6 +24,7 @@ FiberManager::FiberManager() : thread_exceptions_(thread_exception_state()) {
     main_.id = 0;
     main_.state = FiberState::Running;
     std::snprintf(main_.name, sizeof main_.name, "main");
+    main_.tsan_fiber = sanitizer::tsan_current_fiber();  // the thread's own
     all_.push_back(&main_);
     shuffled_ = schedule_seed(&shuffle_state_);
     current_ = this;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "fib/fiber_manager.hpp"
+#include "fib/sanitizer.hpp"
 
 namespace fib {
 
@@ -33,6 +34,7 @@ FiberRecord* FiberManager::create_fiber(const FiberOptions& options, std::size_t
     prepare_context(fiber->context, fiber->body, &FiberManager::fiber_main);
     fiber->asan_stack_bottom = stack.bottom();
     fiber->asan_stack_size = body_at - bottom;
+    fiber->tsan_fiber = sanitizer::tsan_create_fiber(fiber->name);
     fiber->stack = std::move(stack);
     all_.push_back(fiber);
     return fiber;
@@ -42,6 +44,7 @@ FiberRecord* FiberManager::create_fiber(const FiberOptions& options, std::size_t
 // record's life, then pool the stack.
 void FiberManager::release(FiberRecord* fiber) {
     all_.remove(fiber);
+    sanitizer::tsan_destroy_fiber(fiber->tsan_fiber);
     Stack stack = std::move(fiber->stack);
     fiber->~FiberRecord();
     stacks_.give_back(std::move(stack));

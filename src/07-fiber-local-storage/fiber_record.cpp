@@ -12,6 +12,7 @@
 #include <string>
 
 #include "fib/fiber_manager.hpp"
+#include "fib/sanitizer.hpp"
 
 namespace fib {
 
@@ -37,6 +38,7 @@ FiberRecord* FiberManager::create_fiber(const FiberOptions& options, std::size_t
     prepare_context(fiber->context, fiber->body, &FiberManager::fiber_main);
     fiber->asan_stack_bottom = stack.bottom();
     fiber->asan_stack_size = body_at - bottom;
+    fiber->tsan_fiber = sanitizer::tsan_create_fiber(fiber->name);
     fiber->stack = std::move(stack);
     // The environment may throw (bad_alloc for a block): then the fiber never
     // existed, and its stack goes back to the pool.
@@ -59,6 +61,7 @@ FiberRecord* FiberManager::create_fiber(const FiberOptions& options, std::size_t
 void FiberManager::release(FiberRecord* fiber) {
     all_.remove(fiber);
     if (environment_) environment_->fiber_released(*fiber);
+    sanitizer::tsan_destroy_fiber(fiber->tsan_fiber);
     Stack stack = std::move(fiber->stack);
     fiber->~FiberRecord();
     stacks_.give_back(std::move(stack));

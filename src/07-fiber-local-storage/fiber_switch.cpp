@@ -40,6 +40,7 @@ void FiberManager::switch_to(FiberRecord* next) {
     const bool finished = self->state == FiberState::Finished;
     sanitizer::start_switch(finished ? nullptr : &self->asan_fake_stack, next->asan_stack_bottom,
                             next->asan_stack_size);
+    sanitizer::tsan_switch_to(next->tsan_fiber);  // nothing instrumented after it: see sanitizer.hpp
     if (environment_)
         switch_routine_(&self->context, &next->context, reinterpret_cast<std::uintptr_t>(next));
     else

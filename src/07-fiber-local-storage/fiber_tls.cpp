@@ -20,6 +20,14 @@ void* block_at(std::uint64_t base) { return reinterpret_cast<void*>(base); }
 // not stay installed.
 FiberTls::FiberTls(FiberManager& manager, FiberTlsOptions options)
     : manager_(manager), options_(options), main_(manager.running()) {
+#if defined(__SANITIZE_THREAD__)
+    // ThreadSanitizer keeps its state for the thread in static TLS, at %fs: a
+    // fiber's own block would give it a copy of that state, stale at once.
+    if (options_.thread_locals)
+        fatal("a FiberTls with thread_locals cannot run under ThreadSanitizer, which keeps its own "
+              "per-thread state in the TLS each fiber would replace; use TSAN=1 for the stages "
+              "without it, or thread_locals = false");
+#endif
     if (options_.fiber_locals) {
         void* block = local_blocks_.take();
         try {

@@ -93,10 +93,12 @@ struct FiberRecord {
     ExceptionState exceptions;  // this fiber's copy while it is not running
     Stack stack;                // empty for main
 
-    // AddressSanitizer's view of this fiber's stack (unused in normal builds).
+    // AddressSanitizer's view of this fiber's stack, and ThreadSanitizer's
+    // fiber (unused in normal builds; see sanitizer.hpp).
     void* asan_fake_stack = nullptr;
     const void* asan_stack_bottom = nullptr;
     std::size_t asan_stack_size = 0;
+    void* tsan_fiber = nullptr;
 };
 
 // "fiber 3 (producer)", or "fiber 3" when it has no name: how every message
