@@ -39,7 +39,9 @@ ssize_t send_all(int socket, const void* data, std::size_t size);
 // Closes `fd`, first telling this thread's Waiter (if any) to forget it: a
 // fiber still waiting on it wakes with POLLNVAL, and a Poller that remembers
 // fds cannot mistake a new fd that reuses the number for the old one.
-// UniqueFd closes through here.
+// UniqueFd closes through here. So an fd a fiber has waited on is closed on
+// that fiber's thread: a close on another thread tells that thread's Waiter,
+// not the one that watches the fd (each thread's manager has its own).
 int close(int fd);
 
 // accept4() with SOCK_NONBLOCK | SOCK_CLOEXEC: the new socket is ready for

@@ -45,7 +45,8 @@ public:
     Event(const Event&) = delete;  // fibers and the Waiter hold its address: it never moves
     Event& operator=(const Event&) = delete;
 
-    // Signals the Event, from any thread: see above.
+    // Signals the Event, from any thread: see above. Not from a signal
+    // handler (on the Event's thread it touches the fibers' queues).
     void set();
     // Signals the Event through the eventfd only: async-signal-safe, and keeps
     // errno, for a signal handler; and the way for a fiber to wake a thread

@@ -21,7 +21,8 @@
 // also how a task waits for a fiber that already runs:
 // co_await in_fiber([&] { worker.join(); }). If the task is destroyed while
 // the fiber runs, the fiber is cancelled (cancel.hpp) and joined first, and
-// its result dropped.
+// its result dropped: every wait ends on a cancel, so that join lasts only
+// as long as the fiber's own shielded clean-up (CancelShield), if it has one.
 #pragma once
 
 #include <coroutine>

@@ -19,6 +19,11 @@
 // As the seed's event, it is final and neither copied nor moved: a suspended
 // task's registration holds its fd, and the awaiter holds its address. One
 // task at a time may wait on it (a second stops the program).
+//
+// Same name, other rules: lesson 6's fib::Event is for fibers, and its set()
+// on the Event's own thread touches the fibers' queues, so a signal handler
+// must call its set_through_eventfd() instead. This set() is always the
+// eventfd's write, so it is safe anywhere, and it costs a system call every time.
 #pragma once
 
 #include <coroutine>
