@@ -1,4 +1,4 @@
-// L10_event_test.cpp — lesson 10: co::Event, the seed's two-state awaitable event. A signaled
+// L10_event_test.cpp — lesson 10: co::Event, luncliff's two-state awaitable event. A signaled
 // Event does not suspend and is reset; sets are not counted; a set from another thread and
 // from a signal handler wakes the task through the eventfd; 20,000 rounds with another thread
 // lose no wake-up; it can be neither copied nor moved; misuse stops the program.
@@ -20,7 +20,7 @@
 
 namespace {
 
-// The constraints of the seed's event, at compile time (tests/L10_compile_fail/ shows the
+// The constraints of luncliff's event, at compile time (tests/L10_compile_fail/ shows the
 // compiler's own refusal).
 static_assert(std::is_final_v<fib::co::Event>);
 static_assert(!std::is_copy_constructible_v<fib::co::Event> && !std::is_copy_assignable_v<fib::co::Event>);

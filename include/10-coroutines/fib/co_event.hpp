@@ -1,10 +1,11 @@
-// co_event.hpp — lesson 10: co::Event, the seed article's awaitable event on an eventfd.
+// co_event.hpp — lesson 10: co::Event, luncliff's awaitable event on an eventfd
+// ("Awaitable event using the coroutine, epoll, and eventfd", in the root README's Sources).
 //
 //   fib::co::Event done;
 //   std::thread worker([&] { compute(); done.set(); });   // any thread
 //   co_await done;                                        // a task: resumes once set
 //
-// Exactly the seed's two states. co_await on a signaled Event does not
+// Exactly the article's two states. co_await on a signaled Event does not
 // suspend at all, and resets it; co_await on a non-signaled one suspends the
 // task until set(), and resets it as the task resumes. set() on a signaled
 // Event changes nothing: sets are not counted.
@@ -16,7 +17,7 @@
 // eventfd with the Waiter like any fd (awaitables.hpp), so a set() from
 // another thread wakes it through poll/epoll.
 //
-// As the seed's event, it is final and neither copied nor moved: a suspended
+// As the article's event, it is final and neither copied nor moved: a suspended
 // task's registration holds its fd, and the awaiter holds its address. One
 // task at a time may wait on it (a second stops the program).
 //
