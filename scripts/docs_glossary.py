@@ -16,6 +16,14 @@ TERMS = [
      "frame unwinders see.", 1, "`context_trampoline`"),
     ("guard page / guard region", "No-access memory below a stack, so that an overflow faults at once "
      "instead of writing into a neighbour.", 1, "`Stack`"),
+    ("System V ABI", "The calling convention of Linux on x86-64: which registers carry arguments, "
+     "which a call may destroy and which it must keep, and how the stack is aligned at a call.", 1,
+     "# The idea"),
+    ("CFI (call frame information)", "The table beside the code from which an unwinder (gdb's bt, a "
+     "C++ exception) finds each frame's caller; an assembly routine writes it with .cfi_ directives.",
+     1, "# Details worth knowing"),
+    ("futex", "The kernel's queue of threads asleep on one memory word, which blocking locks and "
+     "condition variables sleep in; a thread's wake through it takes microseconds.", 1, "# Measured"),
     ("fiber", "A function running on a stack of its own that gives up the CPU only where it chooses "
      "(yield, a wait); the manager decides who runs next.", 2, "`Fiber`"),
     ("ready queue", "The FIFO of fibers that can run; yield puts the running fiber at its back.", 2,
@@ -26,15 +34,23 @@ TERMS = [
      "nothing.", 2, "`IntrusiveList`"),
     ("condition variable (CondVar)", "A list of parked fibers that another fiber wakes when what they "
      "wait for may have changed.", 3, "`CondVar`"),
+    ("lost wake-up", "A notify that comes between a waiter's check and its sleep, so the waiter sleeps "
+     "on; threads need a mutex against it, fibers on one thread cannot meet it.", 3, "# The idea"),
     ("Waiter", "The fiber per thread that asks the kernel which fds are ready and wakes the fibers "
      "waiting on them: the reactor.", 4, "`Waiter`"),
     ("Poller", "The kernel interface behind the Waiter: poll(2) in lesson 4, epoll in lesson 5.", 4,
      "`Poller`"),
+    ("thundering herd", "Every waiter woken for one event that only one of them can take, such as a "
+     "connection to accept.", 4, "# The idea"),
+    ("self-pipe", "A pipe a signal handler writes to, so that a program waiting on fds learns of the "
+     "signal as one more readable fd.", 4, "# The idea"),
     ("level- vs edge-triggered", "Level-triggered: the kernel reports an fd as long as it is ready; "
      "edge-triggered: only when it becomes ready. The course's epoll backend is level-triggered.", 5,
      "# The idea"),
     ("timer heap", "A binary min-heap of every deadline of a thread; the Waiter sleeps until the "
      "nearest one, so no tick is needed.", 6, "`TimerHeap`"),
+    ("async-signal-safe", "Safe to call from a signal handler, which may interrupt any code: write(2) "
+     "is, malloc and any lock are not.", 6, "# The idea"),
     ("cancellation", "A request kept on the fiber that makes its current or next wait return "
      "ECANCELED; a CancelScope undoes what the wait registered.", 6, "`CancelScope`"),
     ("eventfd Event", "A flag a fiber waits on that any thread can set; across threads it goes "
@@ -51,10 +67,15 @@ TERMS = [
      "through posted functions and Mailboxes.", 9, "`Cluster`"),
     ("Mailbox", "A bounded channel between threads of a cluster, on lesson 3's Channel's model.", 9,
      "`Mailbox`"),
+    ("SO_REUSEPORT", "A socket option that lets several sockets listen on one port; the kernel hands "
+     "each new connection to one of them by a hash of its addresses and ports.", 9, "# The idea"),
     ("executor / reactor / waker", "The parts of an async runtime: a queue of tasks that can run, what "
      "waits on the kernel, and the handle that puts a task back on the queue.", 10, "# The idea"),
     ("Task, symmetric transfer", "A lazy C++20 coroutine; when it ends, it resumes its awaiter by "
      "returning its handle, so long chains use no stack.", 10, "`Task`"),
+    ("HALO", "Heap allocation elision: the compiler puts a coroutine's frame in its caller's frame "
+     "when it can prove the coroutine ends first; the course's tasks do not count on it.", 10,
+     "# Left out"),
 ]
 
 
