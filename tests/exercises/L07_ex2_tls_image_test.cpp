@@ -52,7 +52,7 @@ TEST(L07_Ex2TlsImage, AZeroInitialisedThreadLocalLiesAfterTheImageInsideTheBlock
     const std::size_t at = index_in_block(&zeroed, segment);
     EXPECT_GE(at, segment.image_size);
     EXPECT_LE(at + sizeof zeroed, segment.size);
-    EXPECT_NE(segment.align, 0u);
+    ASSERT_NE(segment.align, 0u);
     EXPECT_EQ(segment.offset % segment.align, 0u);
 }
 
