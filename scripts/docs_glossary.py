@@ -55,12 +55,31 @@ TERMS = [
      "ECANCELED; a CancelScope undoes what the wait registered.", 6, "`CancelScope`"),
     ("eventfd Event", "A flag a fiber waits on that any thread can set; across threads it goes "
      "through an eventfd the Waiter watches.", 6, "`Event`"),
+    ("thread-local storage (TLS), thread pointer", "One copy of each thread_local variable per thread, "
+     "in the thread's TLS block, found through the thread pointer: the %fs base register. errno is "
+     "libc's; fibers of one thread share it unless the switch changes something.", 7, "# Why errno and thread_local leak across a park"),
     ("fiber-local storage", "A variable with one copy per fiber, found through %gs (or, for "
      "thread_local itself, a TLS block per fiber on %fs).", 7, "`fiber_local`"),
+    ("FSGSBASE", "A CPU feature (usable from user space since Linux 5.9) that lets a program load the "
+     "%fs and %gs bases with one instruction, wrfsbase/wrgsbase; without it, arch_prctl(2), a "
+     "system call.", 7, "`fsgsbase_usable`"),
+    ("PT_TLS segment (.tdata, .tbss)", "The ELF program header of a module's TLS image: .tdata holds "
+     "the initial values a new block copies, .tbss the rest, zeroed.", 7, "`tls_segments`"),
     ("TCB", "Thread control block: the start of glibc's struct pthread, at the thread pointer (%fs), "
      "with the stack guard, the pointer guard and the DTV pointer.", 7, "`TcbHead`"),
     ("DTV", "Dynamic thread vector: per thread, the address of each module's TLS block, for "
      "thread_locals of shared libraries.", 7, "`DtvEntry`"),
+    ("GOT", "Global offset table: addresses and offsets the dynamic linker fills in at load time; "
+     "code reaches libc's errno at a TLS offset read from it.", 7, "# Part two (optional): a TLS block per fiber"),
+    ("canary, pointer guard", "Random values in the TCB: the stack protector's canary, stored on a "
+     "protected function's entry and checked on return, and glibc's key for the function "
+     "pointers it stores (atexit handlers, jmp_bufs).", 7, "# Part two (optional): a TLS block per fiber"),
+    ("rseq", "Restartable sequences: a per-thread area where the kernel writes the thread's current "
+     "CPU number, which sched_getcpu() reads.", 7, "# Part two (optional): a TLS block per fiber"),
+    ("SIGSETXID", "The signal glibc sends every thread when one calls setuid() and its kin, so that "
+     "each thread changes its own ids.", 7, "# Part two (optional): a TLS block per fiber"),
+    ("robust mutex", "A mutex the kernel releases when its owner thread dies, kept on a per-thread "
+     "list; refused on a fiber with a TLS block of its own.", 7, "`refuse_robust_mutexes`"),
     ("offload", "Run blocking work on a pool thread while the fiber that asked waits, then resume it "
      "on its own thread.", 8, "`ThreadPool`"),
     ("cluster / shard", "One fiber manager per thread (a shard); fibers never migrate, threads talk "
