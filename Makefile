@@ -543,6 +543,7 @@ check-tree:
 	@scripts/check-text.py names
 	@scripts/check-replacements.py $(foreach n,$(LESSONS),$(call lib_of,$(n)) $(call headers_of,$(n)))
 	@scripts/check-future-names.py $(foreach n,$(LESSONS),"$(call stage_files,$(n))")
+	@scripts/check-new-in.py $(foreach n,$(LESSONS),"$(call stage_files,$(n))")
 
 # Every lesson's demo ends by itself, exits 0 and prints what its README shows.
 check-text: $(addprefix lesson,$(LESSONS))
