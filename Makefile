@@ -514,7 +514,7 @@ define EXERCISE_STAGE
 exercise-lesson$(1): gtest-check $(OUT)/lesson$(1)/libfib.a
 	@scripts/exercises.py run --lesson $(1) --out $(OUT) $(if $(EX),--only $(EX))
 break-lesson$(1): gtest-check
-	+@scripts/exercises.py break --lesson $(1) --out $(OUT) --only $(or $(EX),0)
+	@scripts/exercises.py break --lesson $(1) --out $(OUT) --only $(or $(EX),0)
 endef
 $(foreach n,$(LESSONS),$(eval $(call EXERCISE_STAGE,$(n))))
 

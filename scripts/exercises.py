@@ -25,7 +25,8 @@
 #                                            the stage's tests, when it changes the
 #                                            library) and every break makes its named
 #                                            tests fail, built with only the test
-#                                            files that define them
+#                                            files that define them; and each break's
+#                                            README item names those tests
 import argparse
 import concurrent.futures
 import glob
@@ -80,6 +81,13 @@ def sh(command, cwd, quiet=False, env=None):
     output = subprocess.DEVNULL if quiet else None
     return subprocess.run(command, cwd=cwd, stdout=output, stderr=output,
                           env=dict(os.environ, **(env or {}))).returncode
+
+
+def own_make():
+    """MAKEFLAGS for a make of our own, without the calling make's jobserver, whose fds a
+    child does not inherit: that make then takes its own -j, not "jobserver unavailable"."""
+    flags = os.environ.get("MAKEFLAGS", "").split()
+    return {"MAKEFLAGS": " ".join(f for f in flags if not f.startswith("--jobserver"))}
 
 
 def build_and_run(exercise, cwd, out, quiet, jobs=()):
@@ -154,13 +162,13 @@ def try_break(lesson, only, out):
     binary = os.path.join(out, "lesson%d" % lesson, "tests-only")
     tests = [t for t in exercise.must_fail if not t.startswith("make ")]
     if tests and sh(["make", "--no-print-directory", binary,
-                     "TEST_FILES=" + " ".join(test_files(tests))], ROOT) != 0:
+                     "TEST_FILES=" + " ".join(test_files(tests))], ROOT, env=own_make()) != 0:
         sys.exit("break %d.%d: stage %d does not build (the errors are above)" % (lesson, only, lesson))
     results = []
     for target in exercise.must_fail:
         print("== %s" % target, flush=True)
         if target.startswith("make "):
-            status = sh(target.split(), ROOT)
+            status = sh(target.split(), ROOT, env=own_make())
         else:
             status = sh([binary, "--gtest_brief=1", "--gtest_filter=" + target], ROOT,
                         env={"FIB_TEST_TIMEOUT": timeout})
@@ -249,13 +257,27 @@ def patched(exercise):
         shutil.rmtree(scratch)
 
 
+def worded(exercise):
+    """The README's item for a break names every test it must fail."""
+    folder = glob.glob(os.path.join(ROOT, "lessons", "%02d-*" % exercise.lesson))[0]
+    text = open(os.path.join(folder, "README.md"), encoding="utf-8").read()
+    section = text.split("## Exercises", 1)[-1].split("\n## ", 1)[0]
+    item = re.search(r"^%d\. \*\*Break it(.*?)(?=^\d+\. \*\*|\Z)" % exercise.number, section, re.M | re.S)
+    if not item:
+        return ["%s: exercise %d is no \"Break it\" item" % (os.path.relpath(folder, ROOT), exercise.number)]
+    words = " ".join(item.group(1).split())
+    wanted = [t if t.startswith("make ") else t.partition(".")[2] for t in exercise.must_fail]
+    return ["%s/README.md, exercise %d: does not say %s" % (os.path.relpath(folder, ROOT), exercise.number, w)
+            for w in wanted if w not in words]
+
+
 def check(lesson=None):
     """Every suite as shipped, then every patch in a scratch copy of its own. The checks of
     each phase are independent, so they run side by side, one per core; the second phase
     starts when the first is done, as it copies the builds the first writes to."""
     every = [e for n, exercises in lessons().items() for e in exercises if lesson in (None, n)]
     phases = [[(as_shipped, e) for e in every if e.building], [(patched, e) for e in every]]
-    problems = []
+    problems = [p for e in every if not e.building for p in worded(e)]
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         for work in phases:
             for line, found in pool.map(lambda job: job[0](job[1]), work):
