@@ -506,10 +506,15 @@ $(OUT)/lesson$(1)/exercises/$(3): $(OUT)/lesson$(1)/obj/tests/main.o $$(EXERCISE
 endef
 $(foreach n,$(LESSONS),$(foreach suite,$(wildcard tests/exercises/L$(call nn,$(n))_ex*_test.cpp),$(eval $(call EXERCISE,$(n),$(suite),$(call exercise_name,$(n),$(suite))))))
 
+# `make break-lessonN EX=K`: once a learner has made "break it" K in the tree, the tests it
+# names, built on stage N (not a later stage, which may replace the broken file) and each run
+# alone under a 10 s watchdog, so a break that hangs a test shows in seconds; it applies nothing.
 define EXERCISE_STAGE
-.PHONY: exercise-lesson$(1)
+.PHONY: exercise-lesson$(1) break-lesson$(1)
 exercise-lesson$(1): gtest-check $(OUT)/lesson$(1)/libfib.a
 	@scripts/exercises.py run --lesson $(1) --out $(OUT) $(if $(EX),--only $(EX))
+break-lesson$(1): gtest-check
+	@scripts/exercises.py break --lesson $(1) --out $(OUT) --only $(or $(EX),0)
 endef
 $(foreach n,$(LESSONS),$(eval $(call EXERCISE_STAGE,$(n))))
 
@@ -630,6 +635,8 @@ help:
 	@echo "                      N=1, 45 s for N=6, 90 s for N=7, 2 min for N=8, 2.5 min for N=9,"
 	@echo "                      3.5 min for N=10)"
 	@echo "make exercise-lessonN the suites of lesson N's exercises (EX=K for one); each fails until solved"
+	@echo "make break-lessonN EX=K  after you made \"break it\" K of lesson N: its tests on stage N,"
+	@echo "                      each under a 10 s watchdog; says whether they fail as they should"
 	@echo "make stage-lessonN    write stage N's files alone into build/stage-lessonN/, with a Makefile"
 	@echo "make diff-lessonN     what stage N adds and changes against stage N-1, as a unified diff"
 	@echo "make echo-server-lessonN  start stage N's echo server on 127.0.0.1:8001 (N >= 4)"

@@ -13,6 +13,11 @@
 #
 #   exercises.py run --lesson N [--only K]   make exercise-lessonN: build and run
 #                                            each suite alone, print what is solved
+#   exercises.py break --lesson N --only K   make break-lessonN EX=K: once the learner
+#                                            has made break K in the tree, build the
+#                                            tests it names on stage N (with only the
+#                                            files that define them) and run each under
+#                                            a short watchdog; say whether each fails
 #   exercises.py check [--lesson N]          make check-exercises: every suite fails
 #                                            as shipped; each patch in a scratch copy
 #                                            of its own (side by side, one per core):
@@ -20,13 +25,15 @@
 #                                            the stage's tests, when it changes the
 #                                            library) and every break makes its named
 #                                            tests fail, built with only the test
-#                                            files that define them
+#                                            files that define them; and each break's
+#                                            README item names those tests
 import argparse
 import concurrent.futures
 import glob
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,6 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TREE = ["Makefile", "asm", "include", "src", "lessons", "tests", "scripts"]
 TIMEOUT = "120"  # seconds a suite may take (tests/main.cpp's watchdog)
 BREAK_TIMEOUT = "30"  # seconds a broken test may take: some breaks make a test hang
+LEARNER_TIMEOUT = "10"  # the same for make break-lessonN (FIB_TEST_TIMEOUT overrides it)
 
 
 class Exercise:
@@ -47,6 +55,7 @@ class Exercise:
             lines = text.read().split("\n")
         head = lines[: next((i for i, l in enumerate(lines) if l.startswith("diff ")), len(lines))]
         self.must_fail = [l.split(":", 1)[1].strip() for l in head if l.startswith("Must fail:")]
+        self.files = [l[len("+++ b/"):] for l in lines if l.startswith("+++ b/")]
         self.touches_library = any(re.match(r"^\+\+\+ b/(asm|include|src)/", l) for l in lines)
         self.suite = os.path.join("tests", "exercises", "L%02d_%s_test.cpp" % (lesson, self.name))
         self.building = os.path.exists(os.path.join(ROOT, self.suite))
@@ -74,6 +83,13 @@ def sh(command, cwd, quiet=False, env=None):
                           env=dict(os.environ, **(env or {}))).returncode
 
 
+def own_make():
+    """MAKEFLAGS for a make of our own, without the calling make's jobserver, whose fds a
+    child does not inherit: that make then takes its own -j, not "jobserver unavailable"."""
+    flags = os.environ.get("MAKEFLAGS", "").split()
+    return {"MAKEFLAGS": " ".join(f for f in flags if not f.startswith("--jobserver"))}
+
+
 def build_and_run(exercise, cwd, out, quiet, jobs=()):
     """'compile' when the suite does not build, 'fail' or 'pass'."""
     binary = exercise.binary(out)
@@ -91,7 +107,8 @@ def run(lesson, only, out):
     for exercise in exercises:
         title = "exercise %d (%s)" % (exercise.number, exercise.name)
         if not exercise.building:
-            summary.append("  %s: break it; then %s must fail" % (title, ", ".join(exercise.must_fail)))
+            summary.append("  %s: break it; then %s must fail (make break-lesson%d EX=%d checks)"
+                           % (title, ", ".join(exercise.must_fail), lesson, exercise.number))
             continue
         print("== %s: %s" % (title, exercise.suite), flush=True)
         result = build_and_run(exercise, ROOT, out, quiet=False)
@@ -119,6 +136,53 @@ def test_files(names):
             sys.exit("no test file defines %s" % name)
         files.update(os.path.relpath(f, ROOT) for f in found)
     return sorted(files)
+
+
+def outcome(status, timeout):
+    """How a test binary ended, from its exit status: passed, failed, hung or crashed."""
+    if status == 0:
+        return "passes"
+    if status == 124:  # tests/main.cpp's watchdog
+        return "hangs: the watchdog stopped it after %s s" % timeout
+    if status < 0:
+        return "crashes (%s)" % signal.Signals(-status).name
+    return "fails"
+
+
+def try_break(lesson, only, out):
+    """The tests break K names, built from the learner's tree on stage N and each run
+    alone under a short watchdog: 0 when every one fails (or hangs, or crashes)."""
+    breaks = [e for e in lessons()[lesson] if not e.building]
+    chosen = [e for e in breaks if e.number == only]
+    if not chosen:
+        sys.exit("make break-lesson%d EX=K, where K is a \"break it\" exercise of lesson %d: %s"
+                 % (lesson, lesson, ", ".join("%d (%s)" % (e.number, e.name) for e in breaks) or "it has none"))
+    exercise = chosen[0]
+    timeout = os.environ.get("FIB_TEST_TIMEOUT") or LEARNER_TIMEOUT
+    binary = os.path.join(out, "lesson%d" % lesson, "tests-only")
+    tests = [t for t in exercise.must_fail if not t.startswith("make ")]
+    if tests and sh(["make", "--no-print-directory", binary,
+                     "TEST_FILES=" + " ".join(test_files(tests))], ROOT, env=own_make()) != 0:
+        sys.exit("break %d.%d: stage %d does not build (the errors are above)" % (lesson, only, lesson))
+    results = []
+    for target in exercise.must_fail:
+        print("== %s" % target, flush=True)
+        if target.startswith("make "):
+            status = sh(target.split(), ROOT, env=own_make())
+        else:
+            status = sh([binary, "--gtest_brief=1", "--gtest_filter=" + target], ROOT,
+                        env={"FIB_TEST_TIMEOUT": timeout})
+        results.append((target, outcome(status, timeout)))
+    print("\nbreak %d.%d (%s), on stage %d:" % (lesson, only, exercise.name, lesson))
+    for target, result in results:
+        print("  %s %s" % (target, result))
+    if any(result == "passes" for _, result in results):
+        print("not broken yet: make the change in %s, the file stage %d compiles (a later"
+              % (" and ".join(exercise.files), lesson))
+        print("lesson's copy of it is not built here); %s makes it." % os.path.relpath(exercise.patch, ROOT))
+        return 1
+    print("broken as the exercise says. git checkout -- %s undoes it." % " ".join(exercise.files))
+    return 0
 
 
 def scratch_copy(lesson):
@@ -174,20 +238,37 @@ def patched(exercise):
         for target in exercise.must_fail:
             if target.startswith("make "):
                 failed = sh(target.split(), scratch, True) != 0
+                result = "fails"
             elif not make([stage + "/tests-only"], scratch, ["TEST_FILES=" + " ".join(test_files([target]))]):
                 # Only the test file that defines the named test is built, with the library.
                 lines.append("%-44s broken: %s does not build" % (exercise.name, target))
                 problems.append("%s: the broken tree does not build %s" % (exercise.patch, target))
                 continue
             else:
-                failed = sh([stage + "/tests-only", "--gtest_filter=" + target], scratch, True,
-                            {"FIB_TEST_TIMEOUT": BREAK_TIMEOUT}) != 0
-            lines.append("%-44s broken: %s %s" % (exercise.name, target, "fails" if failed else "still passes"))
+                result = outcome(sh([stage + "/tests-only", "--gtest_filter=" + target], scratch, True,
+                                    {"FIB_TEST_TIMEOUT": BREAK_TIMEOUT}), BREAK_TIMEOUT)
+                failed = result != "passes"
+            lines.append("%-44s broken on stage %d: %s %s" % (
+                exercise.name, exercise.lesson, target, result if failed else "still passes"))
             if not failed:
                 problems.append("%s: %s does not fail" % (exercise.patch, target))
         return "\n".join(lines), problems
     finally:
         shutil.rmtree(scratch)
+
+
+def worded(exercise):
+    """The README's item for a break names every test it must fail."""
+    folder = glob.glob(os.path.join(ROOT, "lessons", "%02d-*" % exercise.lesson))[0]
+    text = open(os.path.join(folder, "README.md"), encoding="utf-8").read()
+    section = text.split("## Exercises", 1)[-1].split("\n## ", 1)[0]
+    item = re.search(r"^%d\. \*\*Break it(.*?)(?=^\d+\. \*\*|\Z)" % exercise.number, section, re.M | re.S)
+    if not item:
+        return ["%s: exercise %d is no \"Break it\" item" % (os.path.relpath(folder, ROOT), exercise.number)]
+    words = " ".join(item.group(1).split())
+    wanted = [t if t.startswith("make ") else t.partition(".")[2] for t in exercise.must_fail]
+    return ["%s/README.md, exercise %d: does not say %s" % (os.path.relpath(folder, ROOT), exercise.number, w)
+            for w in wanted if w not in words]
 
 
 def check(lesson=None):
@@ -196,7 +277,7 @@ def check(lesson=None):
     starts when the first is done, as it copies the builds the first writes to."""
     every = [e for n, exercises in lessons().items() for e in exercises if lesson in (None, n)]
     phases = [[(as_shipped, e) for e in every if e.building], [(patched, e) for e in every]]
-    problems = []
+    problems = [p for e in every if not e.building for p in worded(e)]
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         for work in phases:
             for line, found in pool.map(lambda job: job[0](job[1]), work):
@@ -210,12 +291,16 @@ def check(lesson=None):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["run", "check"])
+    parser.add_argument("command", choices=["run", "break", "check"])
     parser.add_argument("--lesson", type=int)
     parser.add_argument("--only", type=int)
     parser.add_argument("--out", default="build")
     args = parser.parse_args()
-    return run(args.lesson, args.only, args.out) if args.command == "run" else check(args.lesson)
+    if args.command == "run":
+        return run(args.lesson, args.only, args.out)
+    if args.command == "break":
+        return try_break(args.lesson, args.only, args.out)
+    return check(args.lesson)
 
 
 if __name__ == "__main__":
