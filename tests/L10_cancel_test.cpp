@@ -9,8 +9,10 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <thread>
 #include <vector>
 
 #include "fib/awaitables.hpp"
@@ -163,18 +165,31 @@ TEST(L10_Cancel, AnExecutorDestroyedInACancelledFiberStillWaitsForItsFiber) {
     EXPECT_EQ(destroyed, 1);
 }
 
-// A thread's main waits in run_and_wait when the cluster stops: the stop's cancel reaches it.
+fib::Task<int> says_so_and_sleeps_an_hour(int& destroyed, std::atomic<int>& asleep) {
+    const Guard guard{destroyed};
+    asleep.fetch_add(1);
+    co_await fib::co::sleep_for(1h);
+    co_return 1;
+}
+
+// A thread's main waits in run_and_wait when the cluster stops: the stop's cancel reaches it,
+// and the task, which has run up to its sleep, is destroyed. (The stop waits for both tasks to
+// have begun: a task that has not begun has no Guard to destroy.)
 TEST(L10_Cancel, AClusterStopEndsAThreadWhoseMainWaitsInRunAndWait) {
     fib::Cluster cluster({.threads = 2});
     std::vector<int> cancelled(2, 0), destroyed(2, 0);
+    std::atomic<int> asleep{0};
     cluster.start([&](std::size_t index) {
         fib::Executor executor;
         try {
-            fib::co::run_and_wait(executor, sleeps_an_hour(destroyed[index]));
+            fib::co::run_and_wait(executor, says_so_and_sleeps_an_hour(destroyed[index], asleep));
         } catch (const fib::Cancelled&) {
             cancelled[index] = 1;
         }
     });
+    for (int waited_ms = 0; asleep.load() < 2 && waited_ms < 10'000; ++waited_ms)
+        std::this_thread::sleep_for(1ms);
+    ASSERT_EQ(asleep.load(), 2);
     cluster.stop();
     cluster.join();
     EXPECT_EQ(cancelled, (std::vector<int>{1, 1}));
