@@ -411,8 +411,10 @@ test-lesson$(1): gtest-check lesson$(1) $(OUT)/lesson$(1)/tests $(OUT)/lesson$(1
 	$(if $(TWICE_$(1)),$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests-twice.log,$(TEST_ENV) $(TWICE_ENV_$(1)) timeout $(TEST_TIMEOUT) $(OUT)/lesson$(1)/tests --gtest_filter='$(TWICE_$(1))',$(TWICE_ENV_$(1))))
 	$(if $(strip $(call collect,$(1),COMPILE_FAIL)),$$(call step,CHECK,lesson$(1),code that must not compile,scripts/check-compile-fail.sh "$(CXX) -std=c++20 $(call stage_include,$(1))" $(call collect,$(1),COMPILE_FAIL)))
 
+# ROUNDS=3: the bench that many times, and the range of each figure and ratio over them
+# (scripts/bench-rounds.sh); SECTIONS="switch manager": only those sections' rows.
 bench-lesson$(1): $(OUT)/lesson$(1)/bench $(OUT)/lesson$(1)/bench-layers.ok
-	$(OUT)/lesson$(1)/bench
+	$(if $(filter-out 1,$(ROUNDS)),@scripts/bench-rounds.sh $(ROUNDS) ,)$(OUT)/lesson$(1)/bench $(SECTIONS)
 
 # The copy comes with a Makefile that builds stage N alone, with the same flags.
 stage-lesson$(1):
@@ -633,7 +635,8 @@ help:
 	@echo "make test-lessonN     run the tests of lessons 1..N against stage N"
 	@echo "make bench-lessonN    the benchmark rows of lessons 1..N, on stage N (about 25 s for"
 	@echo "                      N=1, 45 s for N=6, 90 s for N=7, 2 min for N=8, 2.5 min for N=9,"
-	@echo "                      3.5 min for N=10)"
+	@echo "                      3.5 min for N=10); ROUNDS=3 runs it 3 times and prints each"
+	@echo "                      figure's and ratio's range over them; SECTIONS=\"switch ...\" some rows"
 	@echo "make exercise-lessonN the suites of lesson N's exercises (EX=K for one); each fails until solved"
 	@echo "make break-lessonN EX=K  after you made \"break it\" K of lesson N: its tests on stage N,"
 	@echo "                      each under a 10 s watchdog; says whether they fail as they should"
@@ -643,9 +646,9 @@ help:
 	@echo "make bench-echo-lessonN   stage N's echo servers under load (N >= 4; about 100 s for"
 	@echo "                      N=4, 3.5 min for N=5 to 9, 5 min for N=10)"
 	@echo "make bench-slow-lessonN  stage N's slow_server under load, its blocking work inline and"
-	@echo "                      offloaded (N >= 8; about 10 s)"
+	@echo "                      offloaded, in 5 rounds (N >= 8; about 50 s; ROUNDS=N)"
 	@echo "make bench-cluster-lessonN  stage N's cluster_echo with 1 and 2 threads, at three CPU"
-	@echo "                      costs per read (N >= 9; about 20 s)"
+	@echo "                      costs per read, in 5 rounds (N >= 9; about 100 s; ROUNDS=N)"
 	@echo "make timeline-lessonN stage N's demo traced (FIB_TRACE), drawn into lessons/NN-*/timeline.svg"
 	@echo "                      by scripts/trace-view.py (N >= 2; lesson 2's APPENDIX.md says how)"
 	@echo "make timelines        every stage's timeline.svg"
@@ -661,7 +664,8 @@ help:
 	@echo "                      (about 1 min after make test)"
 	@echo "make test-shuffled    every suite again under FIB_SCHEDULE_SEED=1 2 3 (SHUFFLE_SEEDS=...):"
 	@echo "                      fibers run in a seeded order; FIFO-order tests skip (about 2 min)"
-	@echo "make check-text       every name the texts quote exists; every demo prints what its README shows"
+	@echo "make check-text       every name the texts quote exists; every demo prints what its README shows;"
+	@echo "                      every ratio or time in a Measured section is a range or names its command"
 	@echo "make check-exercises  every exercise fails as shipped and passes with its solution; every"
 	@echo "                      \"break it\" change fails the test it names (CI; a scratch copy of the"
 	@echo "                      tree for each; about 2 min after make test)"

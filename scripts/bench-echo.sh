@@ -180,21 +180,18 @@ stop_server() {
 # The interest changes the server that just stopped reported, if it did.
 interest_changes() { sed -n 's/.*[ ,]\([0-9][0-9]*\) interest changes.*/\1/p' "$work/server.out" | tail -n 1; }
 
-# The value of key $2 in RESULT line $1.
-field() { awk -v key="$2" '{ for (i = 1; i <= NF; i++) if (index($i, key "=") == 1) print substr($i, length(key) + 2) }' <<<"$1"; }
+# field (a RESULT line's value) and summarize ("median min max").
+# shellcheck source=bench-lib.sh
+source "$(dirname "$0")/bench-lib.sh"
 
-# "median min max" of the numbers given.
-summarize() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m, v[1], v[NR] }'; }
-
-# The median over the rounds of one server's rps over another's in the same
-# round; $1 and $2 list their rps in round order. A machine that drifts between
-# rounds (this VM does, by tens of percent) moves both servers of a round
+# The median, min and max over the rounds of one server's rps over another's in
+# the same round; $1 and $2 list their rps in round order. A machine that drifts
+# between rounds (this VM does, by tens of percent) moves both servers of a round
 # alike, and their ratio stays; a ratio of the two medians would mix rounds.
 paired_ratio() {
-    local median
-    read -r median _ <<<"$(summarize $(awk -v a="$1" -v b="$2" \
-        'BEGIN { n = split(a, x, " "); split(b, y, " "); for (i = 1; i <= n; i++) print (y[i] > 0 ? x[i] / y[i] : 0) }'))"
-    printf '%.2f' "$median"
+    local median min max
+    read -r median min max <<<"$(summarize $(round_ratios "$1" "$2"))"
+    printf '%.2f %.2f %.2f' "$median" "$min" "$max"
 }
 
 # The servers that run configuration $1 (conns size [idle]), in the order wanted.
@@ -252,8 +249,8 @@ for name in "${baselines[@]}"; do
     [[ " ${servers[*]} " == *" $name "* ]] && ratio_baselines+=("$name")
 done
 echo
-printf '%-29s %-10s %-26s %-14s %-9s' "config" "server" "rps median (min-max)" "p99 us median" "ctl/msg"
-for base in "${ratio_baselines[@]}"; do printf ' %-16s' "rps / $base"; done
+printf '%-29s %-10s %-26s %-24s %-9s' "config" "server" "rps median (min-max)" "p99 us median (min-max)" "ctl/msg"
+for base in "${ratio_baselines[@]}"; do printf ' %-18s' "rps / $base"; done
 echo
 results=()
 idle_lines=()
@@ -268,7 +265,7 @@ for config in "${configs[@]}"; do
     kept_text=""
     for name in $(servers_for "$config"); do
         read -r rps_median rps_min rps_max <<<"$(summarize ${rps[$key/$name]})"
-        read -r p99_median _ <<<"$(summarize ${p99[$key/$name]})"
+        read -r p99_median p99_min p99_max <<<"$(summarize ${p99[$key/$name]})"
         ctl_median=-
         [[ "${ctl[$key/$name]}" == *-* ]] || read -r ctl_median _ <<<"$(summarize ${ctl[$key/$name]})"
         [ "$ctl_median" = - ] || ctl_median=$(printf '%.4f' "$ctl_median")
@@ -276,10 +273,12 @@ for config in "${configs[@]}"; do
         for base in "${ratio_baselines[@]}"; do
             ratio=-
             if [ -n "${rps[$key/$base]:-}" ]; then
-                ratio=$(paired_ratio "${rps[$key/$name]}" "${rps[$key/$base]}")
-                [ "$name" = "$base" ] || ratios+=" ${name}_over_$base=$ratio"
+                read -r ratio ratio_min ratio_max <<<"$(paired_ratio "${rps[$key/$name]}" "${rps[$key/$base]}")"
+                [ "$name" = "$base" ] ||
+                    ratios+=" ${name}_over_$base=$ratio ${name}_over_${base}_min=$ratio_min ${name}_over_${base}_max=$ratio_max"
+                ratio="$ratio ($ratio_min-$ratio_max)"
             fi
-            ratio_cells+=$(printf ' %-16s' "$ratio")
+            ratio_cells+=$(printf ' %-18s' "$ratio")
         done
         # With idle connections: the share of its rps without them that the server keeps.
         if [ "$idle" -ne 0 ] && [ -n "${rps[$conns/$size/0/$name]:-}" ]; then
@@ -288,8 +287,9 @@ for config in "${configs[@]}"; do
             kept+=" ${name}_kept=$share"
             kept_text+=" $name $share,"
         fi
-        printf '%-29s %-10s %-26s %-14s %-9s%s\n' "$label" "$name" \
-            "$(printf '%.0f (%.0f-%.0f)' "$rps_median" "$rps_min" "$rps_max")" "$(printf '%.1f' "$p99_median")" \
+        printf '%-29s %-10s %-26s %-24s %-9s%s\n' "$label" "$name" \
+            "$(printf '%.0f (%.0f-%.0f)' "$rps_median" "$rps_min" "$rps_max")" \
+            "$(printf '%.1f (%.1f-%.1f)' "$p99_median" "$p99_min" "$p99_max")" \
             "$ctl_median" "$ratio_cells"
         results+=("$(printf 'RESULT name=echo server=%s conns=%s size=%s idle=%s rps=%.0f p99_us=%.1f ctl_per_msg=%s runs=%s' \
             "$name" "$conns" "$size" "$idle" "$rps_median" "$p99_median" "$ctl_median" "$rounds")")

@@ -10,6 +10,10 @@
 #                                       OUTPUT (what make run-lessonN printed), once
 #                                       run-dependent values are masked: ports
 #                                       and addresses
+#   check-text.py measured              (also part of names) in a lesson's "## Measured",
+#                                       every ratio or time is a range over rounds
+#                                       (1.1–1.6x), or its paragraph or table row
+#                                       names the `make bench...` command that made it
 import glob
 import os
 import re
@@ -106,6 +110,7 @@ def check_names():
             if problem:
                 problems.append("%s: `%s`: %s" % (text, span, problem))
     problems += check_links()
+    problems += check_measured()
     for problem in problems:
         print(problem)
     print("check-text: %d texts; %s" % (len(TEXTS), "%d names not found" % len(problems)
@@ -134,6 +139,92 @@ def check_links():
                 headings = re.findall(r"^#+ (.*)$", read(linked), re.M)
                 if anchor not in {slug(h) for h in headings}:
                     problems.append("%s: link to %s: no such heading" % (text, target))
+    return problems
+
+
+# A ratio (1.4x, 1.4×, 35 times) or a time (4.5 ns, 21.4 µs, 1.1 ms) in a text.
+NUMBER = r"\d[\d,]*(?:\.\d+)?"
+UNIT = r"(?:\s?[x×](?![\w])|\s(?:times|ns|µs|us|ms)\b)"
+MEASURE = re.compile(NUMBER + UNIT)
+# A range, "1.1–1.6x", "8,000–17,000", "4.2 ns–4.8 ns", or a median with its range in
+# parentheses, "10.8 µs (1.5–22.2)": these state the spread, and are fine.
+RANGE = re.compile(r"%s%s?\s?[–-]\s?%s%s?|%s%s?\s*\(%s\s?[–-]\s?%s[^)]*\)"
+                   % (NUMBER, UNIT, NUMBER, UNIT, NUMBER, UNIT, NUMBER, NUMBER))
+# A table column whose cells are ratios, or times, even without a unit: its header says so.
+RATIO_HEADER = re.compile(r"ratio|speed-up| / |compared")
+TIME_HEADER = re.compile(r"\b(ns|µs|ms)\b")
+# The command that reproduces a number: `make bench-lesson4`, `ROUNDS=3 make bench`.
+COMMAND = re.compile(r"`(?:[A-Z_]+=\S+ )*make bench[\w-]*")
+
+
+def measured_blocks(text):
+    """The paragraphs, list items and table rows of a text's "## Measured" section, each
+    as (text, its table's header cells or None, the paragraph just above its table)."""
+    start = text.find("\n## Measured")
+    if start < 0:
+        return []
+    end = text.find("\n## ", start + 1)
+    lines = text[start:end if end > 0 else len(text)].split("\n")[2:]
+    blocks, paragraph, header, caption = [], [], None, ""
+    for line in lines + [""]:
+        if line.startswith("|"):
+            if paragraph:
+                caption = " ".join(paragraph)
+                blocks.append((caption, None, ""))
+                paragraph = []
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if header is None:
+                header = cells
+            elif not all(re.fullmatch(r":?-+:?", c) for c in cells if c):
+                blocks.append((line, header, caption))
+            continue
+        if header is not None:
+            header, caption = None, ""
+        if not line.strip() or re.match(r"\s*[-*] ", line):
+            if paragraph:
+                caption = " ".join(paragraph)
+                blocks.append((caption, None, ""))
+            paragraph = [line] if line.strip() else []
+        else:
+            paragraph.append(line)
+    return blocks
+
+
+def single_numbers(block, header, caption):
+    """The ratios and times a paragraph or table row states as one number, not a range.
+    A paragraph or row that names its command may state single numbers; in a table whose
+    caption names the command, times may be one run's medians, but ratios, the figures
+    that travel between machines, are ranges."""
+    if COMMAND.search(block):
+        return []
+    if not header:
+        block = RANGE.sub("", re.sub(r"`[^`]*`", "", block))
+        return [m.group(0) for m in MEASURE.finditer(block)]
+    found = []
+    times_named = bool(COMMAND.search(caption))
+    # The first cell names the figure and how it was made ("200 µs per read"): no result.
+    cells = [c.strip() for c in block.strip().strip("|").split("|")]
+    for title, cell in list(zip(header, cells))[1:]:
+        cell = RANGE.sub("", re.sub(r"`[^`]*`", "", cell))
+        ratio_column = RATIO_HEADER.search(title)
+        for number in MEASURE.finditer(cell):
+            is_ratio = re.search(r"[x×]$|times$", number.group(0))
+            if is_ratio or not times_named:
+                found.append(number.group(0))
+        if re.fullmatch(NUMBER, cell.strip()) and (ratio_column or (TIME_HEADER.search(title)
+                                                                    and not times_named)):
+            found.append(cell.strip())
+    return found
+
+
+def check_measured():
+    problems = []
+    for text in sorted(glob.glob("lessons/*/README.md")):
+        for block, header, caption in measured_blocks(read(text)):
+            for number in single_numbers(block, header, caption):
+                problems.append("%s: Measured states %s as one number: give the range over rounds"
+                                " (a–b), or name the `make bench...` command in its paragraph or"
+                                " row: %s" % (text, number, block.strip()[:100]))
     return problems
 
 
@@ -185,9 +276,14 @@ def check_transcript(lesson, output_path):
 def main():
     if sys.argv[1:2] == ["names"]:
         return check_names()
+    if sys.argv[1:2] == ["measured"]:
+        problems = check_measured()
+        print("\n".join(problems + ["check-text: %d numbers in Measured sections without a range"
+                                    " or a command" % len(problems)]))
+        return 1 if problems else 0
     if sys.argv[1:2] == ["transcript"] and len(sys.argv) == 4:
         return check_transcript(int(sys.argv[2]), sys.argv[3])
-    sys.exit("usage: check-text.py names | transcript N OUTPUT")
+    sys.exit("usage: check-text.py names | measured | transcript N OUTPUT")
 
 
 if __name__ == "__main__":
