@@ -22,7 +22,7 @@ endif
 .DEFAULT_GOAL := all
 
 # ---- The lessons ----------------------------------------------------------------------------
-LESSONS := 1 2 3 4 5 6 7 8 9 10
+LESSONS := 1 2 3 4 5 6 7 8 9 10 11
 DIR_1 := 01-context-switch
 DIR_2 := 02-fibers
 DIR_3 := 03-condvar
@@ -33,6 +33,7 @@ DIR_7 := 07-fiber-local-storage
 DIR_8 := 08-offload
 DIR_9 := 09-cluster
 DIR_10 := 10-coroutines
+DIR_11 := 11-io-uring
 
 # What a lesson adds beyond its library folders: its demo, the sources its tests
 # need besides tests/LNN_*_test.cpp, and its programs. A program belongs to the
@@ -122,6 +123,13 @@ TESTS_10 := $(CO_ECHO_10)
 COMPILE_FAIL_10 := $(sort $(wildcard tests/L10_fails_*.cpp))
 PROGRAMS_10               := co_echo_server
 SOURCES_10_co_echo_server := $(L10)/co_echo_main.cpp $(CO_ECHO_10) $(L4)/server_program.cpp
+
+L11     := lessons/$(DIR_11)
+DEMO_11 := $(L11)/main.cpp
+# make test-lesson11 runs the I/O suites of lessons 4-6 and 11 a second time where the kernel
+# refuses io_uring (a seccomp filter, scripts/without-io-uring.py): on the epoll fallback.
+TWICE_11     := L04_*:L05_*:L06_*:L11_*
+TWICE_ENV_11 := scripts/without-io-uring.py
 
 # Benchmarks: tests/bench/bench_main.cpp and the rows of lessons 1..N (tests/bench/LNN_*),
 # plus what a lesson's rows need.

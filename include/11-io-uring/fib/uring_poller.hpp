@@ -1,0 +1,136 @@
+// uring_poller.hpp — lesson 11: the Waiter on an io_uring: readiness for waits, completions for I/O.
+//
+// Lessons 4 and 5 ask the kernel which fds are *ready*, and then the fiber
+// makes the call. An io_uring takes the whole call instead (read this fd into
+// this buffer) and says when it is *done*. UringPoller does both, on one ring
+// per thread:
+// - as a Poller (poller.hpp), it serves Waiter::wait, wait_any and everything
+//   built on them with one-shot IORING_OP_POLL_ADD requests;
+// - as an I/O engine, it runs fib::io's read, write_all, send_all, accept and
+//   connect as operations (io.cpp): the fiber fills an SQE, parks, and the CQE
+//   wakes it with the call's result.
+// The Waiter's loop calls wait() once per turn: one io_uring_enter hands the
+// kernel every SQE the fibers filled since the last turn and waits for
+// completions.
+//
+// The ownership protocol. An operation's buffer and its record (UringOp, in
+// the frame of the fiber that started it) belong to the kernel from the
+// moment the SQE is filled until its CQE has been read: the kernel writes the
+// buffer and hands the record's address back in the CQE. So nothing may end
+// an operation early. A cancel or a deadline only *asks* (IORING_OP_ASYNC_
+// CANCEL) and then waits, shielded, for the original CQE, whatever it says;
+// io::close cancels every operation on the fd and waits for all of them
+// before the number is closed and can be reused; the destructor cancels and
+// waits for everything before the ring is unmapped. The fiber does not return,
+// and its stack does not go back to the pool, before its CQE is in.
+//
+//   fiber                     UringPoller                 kernel
+//   io::read(fd, buf) ---> SQE READ(fd, buf), park
+//                          (next Waiter turn) enter ---> reads when data comes
+//   cancel()  ---------->  SQE ASYNC_CANCEL(op), park shielded
+//                          enter --------------------->  CQE(op): -ECANCELED or data
+//   wakes, returns   <---  CQE(op) read: op done
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "fib/fiber_record.hpp"
+#include "fib/poller.hpp"
+#include "fib/timer_heap.hpp"
+#include "fib/uring.hpp"
+
+namespace fib {
+
+// One operation handed to the kernel, kept in the frame of the fiber that
+// started it. Its address is the SQE's user_data, which the CQE brings back.
+struct UringOp {
+    int fd = -1;
+    const char* what = "";  // "fib::io::read", for messages
+    ParkToken token;        // the fiber's wait, which the CQE ends
+    int result = 0;         // the CQE's res: a count, or -errno
+    bool done = false;      // the CQE is in: the kernel has let go
+    bool fd_closed = false; // io::close cancelled it (the caller says EBADF)
+    int gave_up = 0;        // ECANCELED or ETIMEDOUT: a cancel was asked for
+    UringOp* next = nullptr;  // the operations on the same fd
+    UringOp* prev = nullptr;
+};
+
+// How a UringPoller works: each rung of lesson 11's ablation table is one
+// backend name (pollers.hpp).
+struct UringOptions {
+    const char* name;   // "uring", "uring-poll", ...
+    bool operations;    // fib::io runs as operations; false: the ring only polls
+    bool batching;      // SQEs wait for the Waiter's next enter; false: one enter each
+    bool defer_taskrun; // IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN (kernel 6.1)
+};
+
+class UringPoller final : public Poller {
+public:
+    // Sets the ring up; ok() false (and error() says why) if the kernel
+    // refused. make_uring_poller (uring_probe.cpp) falls back to epoll then.
+    // FIB_URING_ENTRIES sets the SQ size (default 256), for the tests.
+    explicit UringPoller(const UringOptions& options);
+    // Cancels every operation still in flight and waits for each CQE, then
+    // unmaps the ring.
+    ~UringPoller() override;
+
+    bool ok() const { return ring_.ok(); }
+    int error() const { return ring_.error(); }
+    const Ring& ring() const { return ring_; }
+    const UringOptions& options() const { return options_; }
+
+    // The Poller: one-shot POLL_ADDs (uring_poller.cpp).
+    const char* name() const override { return options_.name; }
+    void watch(int fd, short events) override;
+    void forget(int fd) override;  // also cancels and waits for the fd's operations
+    void wait(int timeout_ms, std::vector<PollEvent>& ready) override;
+    std::size_t in_flight() const override { return in_flight_; }
+    UringPoller* uring() override { return options_.operations ? this : nullptr; }
+    void describe_waits(std::FILE* out) const override;
+
+    // The operations (uring_ops.cpp). prepare() takes an SQE for `op` (fd,
+    // user_data and a new wait of the running fiber set, the rest zero) for
+    // the caller to fill; complete() parks the fiber until op's CQE is in,
+    // asking the kernel to cancel if the fiber is cancelled or `deadline`
+    // (if any) passes first, and returns the CQE's res.
+    io_uring_sqe& prepare(UringOp& op, std::uint8_t opcode);
+    int complete(UringOp& op, const Clock::time_point* deadline);
+
+    // Asks the kernel to give up `op` (an ASYNC_CANCEL SQE; its CQE still comes).
+    void cancel(UringOp& op);
+    // Hands every filled SQE to the kernel now, without waiting.
+    void submit();
+
+private:
+    struct FdState {
+        short armed = 0;          // events of the POLL_ADD in flight, 0: none
+        std::uint32_t generation = 0;
+        UringOp* operations = nullptr;  // in flight on this fd
+    };
+    FdState& state(int fd);
+    io_uring_sqe& sqe();                 // the next SQE, making room if the SQ is full
+    void remove_poll(int fd, FdState& state);
+    void reap();                         // reads every CQE, and what overflowed
+    void on_cqe(const io_uring_cqe& cqe);
+    void drain_fd(int fd);               // enters until the fd has no operation in flight
+    void check_owner() const;
+
+    UringOptions options_;
+    Ring ring_;
+    std::vector<FdState> fds_;           // indexed by fd
+    std::vector<PollEvent> pending_;     // polls that fired, for the next wait()
+    std::size_t in_flight_ = 0;
+    unsigned forks_;                     // forks seen when it was made
+};
+
+// The Poller for a ring backend: probes io_uring; if it is not there (no
+// kernel support, a seccomp filter, kernel.io_uring_disabled, a kernel
+// without what this lesson uses), says so in one line on stderr, once per
+// process, and returns an epoll Poller instead.
+std::unique_ptr<Poller> make_uring_poller(const UringOptions& options);
+
+}  // namespace fib

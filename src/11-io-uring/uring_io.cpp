@@ -1,0 +1,106 @@
+// uring_io.cpp — lesson 11: read, write, send, accept and connect as one SQE and one CQE each.
+#include "fib/uring_io.hpp"
+
+#include <cerrno>
+#include <cstdint>
+
+#include "fib/cancel.hpp"
+#include "fib/waiter.hpp"
+
+namespace fib::io::ring {
+namespace {
+
+// The most one read or write moves at once, as for read(2).
+constexpr std::size_t kMaxChunk = 0x7ffff000;
+
+// What the caller of an operation returns: the CQE's result, or -1 with
+// errno. A result the kernel produced before a cancel caught up with it is
+// kept (bytes read or sent are real, and are nowhere else); otherwise the
+// reason the caller gave up wins over the -ECANCELED the kernel reports:
+// EBADF when io::close cancelled it, ECANCELED or ETIMEDOUT when the fiber
+// did.
+long result_of(const UringOp& op) {
+    if (op.result >= 0) return op.result;
+    errno = op.fd_closed ? EBADF : op.gave_up ? op.gave_up : -op.result;
+    return -1;
+}
+
+// One operation from start to CQE, the shape of every call below: `fill`
+// writes the opcode's own fields into the SQE. A fiber already cancelled
+// starts nothing.
+template <class Fill>
+long call(UringPoller& ring, int fd, std::uint8_t opcode, const char* what, const Clock::time_point* deadline,
+          Fill fill) {
+    if (this_fiber::cancelled()) {
+        errno = ECANCELED;
+        return -1;
+    }
+    UringOp op;
+    op.fd = fd;
+    op.what = what;
+    fill(ring.prepare(op, opcode));
+    Waiter::current()->operation_started();
+    ring.complete(op, deadline);
+    return result_of(op);
+}
+
+}  // namespace
+
+UringPoller* of_this_thread() {
+    Waiter* waiter = Waiter::current();
+    return waiter ? waiter->poller().uring() : nullptr;
+}
+
+// IORING_OP_READ at offset -1: the file's position, as read(2); a socket or a
+// pipe has none. The SQE's fields are the kernel header's names.
+ssize_t read(UringPoller& ring, int fd, void* buffer, std::size_t size, const Clock::time_point* deadline) {
+    for (;;) {
+        const long n = call(ring, fd, IORING_OP_READ, "fib::io::read", deadline, [&](io_uring_sqe& sqe) {
+            sqe.addr = reinterpret_cast<std::uintptr_t>(buffer);
+            sqe.len = static_cast<unsigned>(size > kMaxChunk ? kMaxChunk : size);
+            sqe.off = ~std::uint64_t{0};
+        });
+        if (n >= 0 || errno != EINTR) return n;
+    }
+}
+
+ssize_t put_all(UringPoller& ring, int fd, const void* data, std::size_t size, bool socket,
+                const Clock::time_point* deadline) {
+    const auto* bytes = static_cast<const char*>(data);
+    std::size_t done = 0;
+    while (done < size) {
+        const std::size_t chunk = size - done > kMaxChunk ? kMaxChunk : size - done;
+        const long n = call(ring, fd, socket ? IORING_OP_SEND : IORING_OP_WRITE,
+                            socket ? "fib::io::send_all" : "fib::io::write_all", deadline, [&](io_uring_sqe& sqe) {
+                                sqe.addr = reinterpret_cast<std::uintptr_t>(bytes + done);
+                                sqe.len = static_cast<unsigned>(chunk);
+                                if (socket) sqe.msg_flags = MSG_NOSIGNAL;
+                                else sqe.off = ~std::uint64_t{0};
+                            });
+        if (n >= 0) done += static_cast<std::size_t>(n);
+        else if (errno != EINTR) return -1;
+    }
+    return static_cast<ssize_t>(size);
+}
+
+// accept4's flags ride in the SQE; a connection aborted before it was taken
+// is skipped, as lesson 4's accept does.
+int accept(UringPoller& ring, int listener, sockaddr* address, socklen_t* length) {
+    for (;;) {
+        const long fd = call(ring, listener, IORING_OP_ACCEPT, "fib::io::accept", nullptr, [&](io_uring_sqe& sqe) {
+            sqe.addr = reinterpret_cast<std::uintptr_t>(address);
+            sqe.addr2 = reinterpret_cast<std::uintptr_t>(length);
+            sqe.accept_flags = SOCK_NONBLOCK | SOCK_CLOEXEC;
+        });
+        if (fd >= 0 || (errno != EINTR && errno != ECONNABORTED)) return static_cast<int>(fd);
+    }
+}
+
+int connect(UringPoller& ring, int socket, const sockaddr* address, socklen_t length) {
+    return static_cast<int>(call(ring, socket, IORING_OP_CONNECT, "fib::io::connect", nullptr, [&](io_uring_sqe& sqe) {
+        sqe.addr = reinterpret_cast<std::uintptr_t>(address);
+        sqe.off = length;
+    }));
+}
+
+}  // namespace fib::io::ring
