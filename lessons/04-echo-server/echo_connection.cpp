@@ -3,6 +3,7 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -49,9 +50,23 @@ EchoConnection::Ended EchoConnection::run() {
     }
 }
 
+// The shared buffer may be written only while this fiber runs, so the loop
+// waits for the socket itself and then reads with read(2). io::read promises
+// only that its read is done when it returns, not when the buffer is
+// written: a Waiter may hand the read to the kernel for the whole wait.
 ssize_t EchoConnection::receive(void* buffer, std::size_t size, bool drained) {
-    if (drained) fib::io::wait(socket_, POLLIN);
-    return fib::io::read(socket_, buffer, size);
+    for (;;) {
+        if (drained) {
+            const short revents = fib::io::wait(socket_, POLLIN);
+            if (revents == 0 || (revents & POLLNVAL)) {  // cancelled, or closed behind the wait
+                errno = revents == 0 ? ECANCELED : EBADF;
+                return -1;
+            }
+        }
+        const ssize_t n = ::read(socket_, buffer, size);
+        if (n >= 0 || (errno != EAGAIN && errno != EINTR)) return n;
+        drained = true;
+    }
 }
 
 ssize_t EchoConnection::send_rest(const void* rest, std::size_t size) {

@@ -2,6 +2,7 @@
 #include "timed_echo_server.hpp"
 
 #include <poll.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -9,6 +10,7 @@
 
 #include "fib/fiber.hpp"
 #include "fib/io.hpp"
+#include "fib/timer.hpp"
 #include "fib/wait_any.hpp"
 
 // Which deadline ended the connection, if one did, for the server's counts.
@@ -20,19 +22,30 @@ public:
     bool stalled() const { return stalled_; }
 
 protected:
-    // Parks only before its read, as EchoConnection asks: the wait, and the
-    // read's own wait for the socket (which ends as soon as bytes arrive).
+    // Parks only before its read, as EchoConnection asks: it waits for the
+    // socket, with the idle deadline, and reads with read(2) once it is
+    // readable; a readable socket that has nothing after all (EAGAIN) is
+    // waited for again, under the same deadline.
     ssize_t receive(void* buffer, std::size_t size, bool drained) override {
         if (options_.idle_timeout == fib::Clock::duration::max())
             return EchoConnection::receive(buffer, size, drained);
-        if (drained) {
-            const fib::Ready ready = fib::io::wait(socket(), POLLIN, options_.idle_timeout);
-            if (ready.timed_out() || ready.cancelled()) {
-                errno = ready.timed_out() ? ETIMEDOUT : ECANCELED;
-                return -1;
+        const fib::Clock::time_point deadline = fib::deadline_after(options_.idle_timeout);
+        for (;;) {
+            if (drained) {
+                const fib::Ready ready = fib::io::wait(socket(), POLLIN, deadline - fib::Clock::now());
+                if (ready.timed_out() || ready.cancelled()) {
+                    errno = ready.timed_out() ? ETIMEDOUT : ECANCELED;
+                    return -1;
+                }
+                if (ready.revents & POLLNVAL) {
+                    errno = EBADF;
+                    return -1;
+                }
             }
+            const ssize_t n = ::read(socket(), buffer, size);
+            if (n >= 0 || (errno != EAGAIN && errno != EINTR)) return n;
+            drained = true;
         }
-        return fib::io::read(socket(), buffer, size, options_.idle_timeout);
     }
 
     ssize_t send_rest(const void* rest, std::size_t size) override {

@@ -1,10 +1,10 @@
 // io.cpp — lesson 11: lesson 6's I/O helpers, which run as io_uring operations when the Waiter has a ring.
 //
 // Replaces lesson 6's io.cpp from stage 11 on. On a thread whose Waiter runs
-// on an io_uring (uring_poller.hpp), read, write_all, send_all, accept and
-// connect hand the whole call to the kernel and park until its CQE: no
-// attempt first, no readiness wait. On any other Poller they are lesson 6's,
-// which said:
+// on an io_uring (uring_poller.hpp), read and connect hand the whole call to
+// the kernel and park until its CQE; write_all and send_all try first and
+// hand over only what would block (uring_io.cpp); accept waits for readiness
+// through the ring. On any other Poller they are lesson 6's, which said:
 //
 // Replaces lesson 4's io.cpp from stage 6 on: a wait that a cancel ended
 // (revents 0, see cancel.hpp) makes the helper fail with ECANCELED.
@@ -92,7 +92,11 @@ int close(int fd) {
 }
 
 int accept(int listener, sockaddr* address, socklen_t* length) {
-    if (UringPoller* uring = ring::of_this_thread()) return ring::accept(*uring, listener, address, length);
+    // On a ring too, accept stays lesson 4's: try, then wait for readiness.
+    // An ACCEPT operation takes the fd limit when it is prepared (io_uring's
+    // io_accept_prep reads RLIMIT_NOFILE), so a server whose limit is
+    // lowered while its accept waits would get an fd above it. An accept
+    // holds no buffer: it loses nothing by waiting this way.
     for (;;) {
         const int fd = ::accept4(listener, address, length, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) return fd;

@@ -1,6 +1,8 @@
 // uring_io.cpp — lesson 11: read, write, send, accept and connect as one SQE and one CQE each.
 #include "fib/uring_io.hpp"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdint>
 
@@ -39,8 +41,10 @@ long call(UringPoller& ring, int fd, std::uint8_t opcode, const char* what, cons
     op.fd = fd;
     op.what = what;
     fill(ring.prepare(op, opcode));
-    Waiter::current()->operation_started();
+    Waiter& waiter = *Waiter::current();
+    waiter.operation_started();
     ring.complete(op, deadline);
+    waiter.operation_ended();
     return result_of(op);
 }
 
@@ -70,6 +74,17 @@ ssize_t put_all(UringPoller& ring, int fd, const void* data, std::size_t size, b
     std::size_t done = 0;
     while (done < size) {
         const std::size_t chunk = size - done > kMaxChunk ? kMaxChunk : size - done;
+        // A write is tried first, as lesson 4 does: one that the socket has
+        // room for never waits, and costs one system call instead of an SQE,
+        // a park and a wake. Only what would block becomes an operation.
+        const ssize_t now = socket ? ::send(fd, bytes + done, chunk, MSG_NOSIGNAL | MSG_DONTWAIT)
+                                   : ::write(fd, bytes + done, chunk);
+        if (now >= 0) {
+            done += static_cast<std::size_t>(now);
+            continue;
+        }
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return -1;
+        if (errno == EINTR) continue;
         const long n = call(ring, fd, socket ? IORING_OP_SEND : IORING_OP_WRITE,
                             socket ? "fib::io::send_all" : "fib::io::write_all", deadline, [&](io_uring_sqe& sqe) {
                                 sqe.addr = reinterpret_cast<std::uintptr_t>(bytes + done);
@@ -81,19 +96,6 @@ ssize_t put_all(UringPoller& ring, int fd, const void* data, std::size_t size, b
         else if (errno != EINTR) return -1;
     }
     return static_cast<ssize_t>(size);
-}
-
-// accept4's flags ride in the SQE; a connection aborted before it was taken
-// is skipped, as lesson 4's accept does.
-int accept(UringPoller& ring, int listener, sockaddr* address, socklen_t* length) {
-    for (;;) {
-        const long fd = call(ring, listener, IORING_OP_ACCEPT, "fib::io::accept", nullptr, [&](io_uring_sqe& sqe) {
-            sqe.addr = reinterpret_cast<std::uintptr_t>(address);
-            sqe.addr2 = reinterpret_cast<std::uintptr_t>(length);
-            sqe.accept_flags = SOCK_NONBLOCK | SOCK_CLOEXEC;
-        });
-        if (fd >= 0 || (errno != EINTR && errno != ECONNABORTED)) return static_cast<int>(fd);
-    }
 }
 
 int connect(UringPoller& ring, int socket, const sockaddr* address, socklen_t length) {

@@ -127,7 +127,9 @@ Ready io::wait(int fd, short events, Clock::duration timeout) {
 // number is not touched again.
 ssize_t io::read(int fd, void* buffer, std::size_t size, Clock::duration timeout) {
     const Clock::time_point deadline = deadline_after(timeout);
-    if (UringPoller* uring = io::ring::of_this_thread()) return io::ring::read(*uring, fd, buffer, size, &deadline);
+    // A deadline already passed only looks (below, as lesson 6 does).
+    UringPoller* uring = deadline > Clock::now() ? io::ring::of_this_thread() : nullptr;
+    if (uring) return io::ring::read(*uring, fd, buffer, size, &deadline);
     const Source source{fd, POLLIN};
     for (;;) {
         const ssize_t n = ::read(fd, buffer, size);
@@ -145,8 +147,8 @@ ssize_t io::read(int fd, void* buffer, std::size_t size, Clock::duration timeout
 
 ssize_t io::send_all(int socket, const void* data, std::size_t size, Clock::duration timeout) {
     const Clock::time_point deadline = deadline_after(timeout);
-    if (UringPoller* uring = io::ring::of_this_thread())
-        return io::ring::put_all(*uring, socket, data, size, true, &deadline);
+    UringPoller* uring = deadline > Clock::now() ? io::ring::of_this_thread() : nullptr;
+    if (uring) return io::ring::put_all(*uring, socket, data, size, true, &deadline);
     const Source source{socket, POLLOUT};
     const auto* bytes = static_cast<const char*>(data);
     std::size_t done = 0;

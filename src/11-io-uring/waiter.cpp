@@ -67,10 +67,12 @@ void Waiter::run() {
         manager_.trace_end("ready", static_cast<std::int64_t>(ready_.size()));
         // A completion wakes its fiber from inside the Poller's wait: then
         // the ready queue is not empty, and the program goes on.
-        if (last_look && ready_.empty() && manager_.ready_count() == 0) {
-            poller_->describe_waits(stderr);
-            report_stuck_waits();
+        if (last_look && ready_.empty() && manager_.ready_count() > 0) {
+            manager_.yield();
+            continue;
         }
+        if (last_look && ready_.empty()) poller_->describe_waits(stderr);
+        if (last_look && ready_.empty()) report_stuck_waits();
         wake_ready();
         timers_.expire();
         manager_.yield();

@@ -26,7 +26,6 @@ ssize_t read(UringPoller& ring, int fd, void* buffer, std::size_t size, const Cl
 // MSG_NOSIGNAL): one operation per partial write until all `size` are out.
 ssize_t put_all(UringPoller& ring, int fd, const void* data, std::size_t size, bool socket,
                 const Clock::time_point* deadline);
-int accept(UringPoller& ring, int listener, sockaddr* address, socklen_t* length);
 // 0, or -1 with errno; EINPROGRESS when the kernel left the handshake going
 // (a non-blocking socket): the caller then waits for POLLOUT.
 int connect(UringPoller& ring, int socket, const sockaddr* address, socklen_t length);

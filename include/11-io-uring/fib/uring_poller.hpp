@@ -6,9 +6,9 @@
 // per thread:
 // - as a Poller (poller.hpp), it serves Waiter::wait, wait_any and everything
 //   built on them with one-shot IORING_OP_POLL_ADD requests;
-// - as an I/O engine, it runs fib::io's read, write_all, send_all, accept and
-//   connect as operations (io.cpp): the fiber fills an SQE, parks, and the CQE
-//   wakes it with the call's result.
+// - as an I/O engine, it runs fib::io's read and connect, and the writes that
+//   would block, as operations (io.cpp): the fiber fills an SQE, parks, and
+//   the CQE wakes it with the call's result.
 // The Waiter's loop calls wait() once per turn: one io_uring_enter hands the
 // kernel every SQE the fibers filled since the last turn and waits for
 // completions.

@@ -106,9 +106,17 @@ public:
 
     const Poller& poller() const { return *poller_; }
     Poller& poller() { return *poller_; }
-    // An operation was handed to the Poller (uring_io.cpp): the Waiter's
-    // fiber must run to read its completion, as for a registered wait.
-    void operation_started() { start_if_stopped(); }
+    // An operation was handed to the Poller (uring_io.cpp), and its CQE is
+    // in: it counts as a wait (stats().waiting), and the Waiter's fiber must
+    // run to read its completion, as for a registered one.
+    void operation_started() {
+        ++stats_.waiting;
+        start_if_stopped();
+    }
+    void operation_ended() {
+        --stats_.waiting;
+        ++stats_.wakeups;
+    }
     WaiterStats stats() const { return stats_; }
 
     // This thread's timers, waited on by the Waiter's loop.
