@@ -126,6 +126,8 @@ SOURCES_10_co_echo_server := $(L10)/co_echo_main.cpp $(CO_ECHO_10) $(L4)/server_
 
 L11     := lessons/$(DIR_11)
 DEMO_11 := $(L11)/main.cpp
+PROGRAMS_11                 := completion_echo
+SOURCES_11_completion_echo  := $(L11)/completion_echo.cpp $(SERVER_6) $(L6)/stop_signals.cpp $(L4)/server_program.cpp
 # make test-lesson11 runs the I/O suites of lessons 4-6 and 11 a second time where the kernel
 # refuses io_uring (a seccomp filter, scripts/without-io-uring.py): on the epoll fallback.
 TWICE_11     := L04_*:L05_*:L06_*:L11_*

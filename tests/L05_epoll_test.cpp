@@ -298,7 +298,9 @@ TEST(L05_Epoll, ReadinessNobodyWaitsForIsDroppedNotSpunOn) {
     watcher.join();
     EXPECT_TRUE(slept);
     const fib::WaiterStats after = waiter.stats();
-    EXPECT_LE(after.polls - before.polls, 3u);  // not one per spin
+    // Not one per spin: a spin would be thousands in these 50 ms. Two or three is the design; a
+    // signal or a loaded machine's late wake-up can add a few, which this bound allows.
+    EXPECT_LE(after.polls - before.polls, 10u);
     EXPECT_EQ(after.wakeups - before.wakeups, 1u);
 }
 

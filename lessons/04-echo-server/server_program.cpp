@@ -60,6 +60,10 @@ ServerFlags parse_server_flags(int argc, char** argv, const ServerProgram& progr
     ServerFlags flags;
     flags.port = program.default_port;
     if (!program.backends.empty()) flags.backend = program.backends.front();
+    // FIB_BACKEND, which every Waiter reads (pollers.hpp), is the default here
+    // too; --backend overrides it.
+    if (const char* named = std::getenv("FIB_BACKEND"); named && !program.backends.empty())
+        flags.backend = parse_backend(program, named);
     for (int i = 1; i < argc; ++i) {
         const char* flag = argv[i];
         auto value = [&]() -> const char* {

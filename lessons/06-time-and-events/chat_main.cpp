@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     std::printf("chat_server: listening on %s:%u (backend %s); Ctrl-C stops it\n", flags.bind,
-                server->port(), flags.backend);
+                server->port(), waiter.poller().name());
     std::fflush(stdout);
 
     server->serve(stop_fd);

@@ -74,7 +74,7 @@ int serve_udp(const ServerFlags& flags, int stop_fd) {
         return 1;
     }
     std::printf("echo_server: listening on %s:%u (udp, backend %s); Ctrl-C stops it\n", flags.bind,
-                server->port(), flags.backend);
+                server->port(), fib::Waiter::current()->poller().name());
     std::fflush(stdout);
     server->serve(stop_fd);
     std::printf("echo_server: %s: echoed %llu datagrams, %llu bytes\n",
@@ -98,7 +98,7 @@ int serve_tcp(const ServerFlags& flags, const TimeoutFlags& timeouts, int stop_f
         return 1;
     }
     std::printf("echo_server: listening on %s:%u (backend %s); Ctrl-C stops it\n", flags.bind,
-                server->port(), flags.backend);
+                server->port(), fib::Waiter::current()->poller().name());
     std::fflush(stdout);
     server->serve(stop_fd);
     std::printf(
