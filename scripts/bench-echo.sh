@@ -66,18 +66,22 @@ build=${build%/}
 # build's echo_server has that backend; "epoll_loop" (lesson 5) the same
 # service as one hand-written epoll loop, run only when this build has it;
 # "coroutine" (lesson 10) the same server with a C++20 task per client instead
-# of a fiber, on the same Waiter and epoll. The uring-* lines are lesson 11's
-# ablation, one rung each above "epoll": the ring as a poller only; fib::io
-# as operations, one io_uring_enter each; the operations batched into the
+# of a fiber, on the same Waiter and epoll. The last five before epoll_loop
+# are lesson 11's ablation, all one program, completion_echo, whose clients
+# each own their read buffer (lesson 4's server lends one buffer to all, which
+# only a readiness read allows): "own-epoll" on the course's epoll Waiter,
+# then one rung each: the ring as a poller only; fib::io's reads as
+# operations, one io_uring_enter each; the operations batched into the
 # Waiter's one enter per turn; and that with SINGLE_ISSUER and DEFER_TASKRUN
 # ("uring", stage 11's default).
 server_table="
 fiber       $build/echo_server --port 0 --quiet --backend poll
 epoll       $build/echo_server --port 0 --quiet --backend epoll
-uring-poll  $build/echo_server --port 0 --quiet --backend uring-poll
-uring-ops   $build/echo_server --port 0 --quiet --backend uring-ops
-uring-batch $build/echo_server --port 0 --quiet --backend uring-batch
-uring       $build/echo_server --port 0 --quiet --backend uring
+own-epoll   $build/completion_echo --port 0 --quiet --backend epoll
+uring-poll  $build/completion_echo --port 0 --quiet --backend uring-poll
+uring-ops   $build/completion_echo --port 0 --quiet --backend uring-ops
+uring-batch $build/completion_echo --port 0 --quiet --backend uring-batch
+uring       $build/completion_echo --port 0 --quiet --backend uring
 coroutine   $build/co_echo_server --port 0 --quiet --backend epoll
 epoll_loop  $build/echo_epoll --port 0 --quiet
 threads     $build/echo_threads --port 0 --quiet
@@ -89,12 +93,12 @@ configs=("1 64" "100 64" "1000 64" "100 16384" "100 64 10000")
 [ -z "${CONFIGS:-}" ] || IFS=, read -r -a configs <<<"$CONFIGS"
 # Only these run configurations with idle connections: a thread per idle
 # connection would be 10,000 threads.
-idle_servers=" fiber epoll uring-poll uring-ops uring-batch uring coroutine epoll_loop "
+idle_servers=" fiber epoll own-epoll uring-poll uring-ops uring-batch uring coroutine epoll_loop "
 rounds=${ROUNDS:-5}
 seconds=${SECONDS_EACH:-2}
 # The ratio columns divide by these servers' rps, when they run: threads, the
 # design fibers replace, and epoll_loop, the same service without fibers; and,
-# when a uring rung runs, epoll, the rung below them all.
+# when lesson 11's rungs run, own-epoll, the rung below them all.
 baselines=(threads epoll_loop)
 
 fail() {
@@ -120,7 +124,7 @@ while read -r name rest; do
 done <<<"$server_table"
 servers_wanted=${SERVERS:-${all_servers[*]}}
 read -r -a servers <<<"${servers_wanted//,/ }"  # "fiber threads" or "fiber,threads"
-[[ " ${servers[*]} " != *" uring"* ]] || baselines+=(epoll)
+[[ " ${servers[*]} " != *" own-epoll "* ]] || baselines+=(own-epoll)
 
 for name in "${servers[@]}"; do
     [ -n "${command[$name]:-}" ] || fail "unknown server '$name' (known: ${all_servers[*]})"
