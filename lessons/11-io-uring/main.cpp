@@ -1,7 +1,7 @@
 // main.cpp — lesson 11 demo: fib::io on an io_uring, and an operation that ends only when its CQE is in.
 //
-// Part 1 reads a pipe and writes it back: each call is one SQE and one CQE,
-// and the Waiter's one io_uring_enter per turn carries them. Part 2 cancels a
+// Part 1 reads a pipe line by line: each read is one SQE and one CQE, and
+// the Waiter's one io_uring_enter per turn carries them. Part 2 cancels a
 // fiber whose read the kernel holds: the fiber asks the kernel to cancel and
 // waits for the read's own CQE before it returns. Part 3 closes an fd under a
 // blocked read and gives its number to a new socket at once: the read ends
@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "fib/cancel.hpp"
+#include "fib/condvar.hpp"
 #include "fib/fiber.hpp"
 #include "fib/io.hpp"
 #include "fib/uring_poller.hpp"
@@ -34,22 +35,27 @@ void print_ring(const fib::Waiter& waiter, const char* when) {
 }
 
 void part1_read_and_write(fib::Waiter& waiter) {
-    std::printf("Part 1: a reader and a writer on a pipe, each call one operation\n");
+    std::printf("Part 1: a reader's READ waits in the kernel; each line written completes one\n");
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_NONBLOCK | O_CLOEXEC) < 0) return;
+    int lines_read = 0;
+    fib::CondVar got_one;
     fib::Fiber reader({.name = "reader"}, [&] {
         char buffer[64];
-        std::size_t total = 0;
-        while (total < std::strlen("one\ntwo\nthree\n")) {
+        for (int line = 0; line < 3; ++line) {
             const ssize_t n = fib::io::read(pipe_fds[0], buffer, sizeof buffer);
-            if (n <= 0) break;
+            if (n <= 0) return;
             std::printf("  reader: %zd bytes: %.*s", n, static_cast<int>(n), buffer);
-            total += static_cast<std::size_t>(n);
+            ++lines_read;
+            got_one.notify_all();
         }
     });
     fib::Fiber writer({.name = "writer"}, [&] {
         const char* lines[] = {"one\n", "two\n", "three\n"};
-        for (const char* line : lines) fib::io::write_all(pipe_fds[1], line, std::strlen(line));
+        for (int line = 0; line < 3; ++line) {
+            fib::io::write_all(pipe_fds[1], lines[line], std::strlen(lines[line]));
+            while (lines_read <= line) got_one.wait();  // the reader parks again before the next
+        }
     });
     reader.join();
     writer.join();
