@@ -404,7 +404,7 @@ TEST(L11_Poll, WaitAnyOnTheRingWakesForEachSourceAndForAnEventSetFromAnotherThre
             const bool consumed = ready.index == 0   ? ::read(a.first.get(), &byte, 1) == 1
                                   : ready.index == 1 ? ::read(b.first.get(), &byte, 1) == 1
                                                      : mail.try_wait();
-            EXPECT_TRUE(consumed) << "source " << ready.index;
+            EXPECT_TRUE(consumed) << "source " << ready.index << " revents " << ready.revents;
             round_done.notify_one();
         }
     });
