@@ -183,7 +183,7 @@ TEST(L11_Cancel, DataRacingACancelIsEitherReturnedOrLeftInTheSocketNeverLost) {
         if (!yield_until([&] { return finished || submitted(ring, 1); })) ++other;
         // Five bytes numbered by the round; every third round writes none.
         if (round % 3 != 2) {
-            char chunk[6];
+            char chunk[16];
             std::snprintf(chunk, sizeof chunk, "%05d", round % 100000);
             if (::write(pair.second.get(), chunk, 5) != 5) ++other;
             sent.append(chunk, 5);
@@ -327,8 +327,8 @@ TEST(L11_Overflow, ThreeHundredReadersOnARingOfTwoEntriesGetEveryByteInOrder) {
     readers.reserve(kReaders);
     for (int i = 0; i < kReaders; ++i) pairs.push_back(make_fds(true));
     auto message = [](int i) {
-        char text[kBytes + 1];
-        std::snprintf(text, sizeof text, "<%04d-%05d>", i, i * 7);
+        char text[32];
+        std::snprintf(text, sizeof text, "<%04d-%05d>", i % 10000, i * 7 % 100000);
         return std::string(text, kBytes);
     };
     for (int i = 0; i < kReaders; ++i)
