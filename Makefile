@@ -177,6 +177,8 @@ LDFLAGS  += -fsanitize=thread
 TEST_ENV := TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
             GTEST_FILTER='-L07_*:L08_Offload.WithAFiberTlsTheFibersTlsAndTheWorkersStayApart'
 TWICE_7  :=
+# The fallback to epoll is lesson 5's Waiter, which the TSan run tests already.
+TWICE_11 :=
 endif
 
 # STATIC=1: everything linked statically, in a build tree of its own (lesson 7 shows that

@@ -31,7 +31,7 @@ EXTERNAL = set("""
     swtch.S rt_sigprocmask rstorssp saveprevssp pthread_cond_wait select DEL epoll_pwait2
     THREAD_SETMEM __ctype_init h_errno strtok PTHREAD_PRIO_PROTECT co_await
     SO_INCOMING_CPU SO_ATTACH_REUSEPORT_EBPF net.ipv4.tcp_migrate_req=1 __tsan_switch_to_fiber pthread_setaffinity_np
-    co_yield
+    co_yield IORING_OP_ACCEPT IORING_OP_MSG_RING
 """.split())
 
 
