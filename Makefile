@@ -162,7 +162,7 @@ OUT      := $(BUILD_DIR)
 endif
 
 # TSAN=1: ThreadSanitizer, in a build tree of its own (build/tsan/lessonN/), for the stages
-# whose code crosses threads (make TSAN=1 test-lesson9, test-lesson10). Every switch is
+# whose code crosses threads (make TSAN=1 test-lesson9 to test-lesson11). Every switch is
 # announced to it as a switch of fiber (sanitizer.hpp). Lesson 7's per-fiber TLS blocks move
 # %fs, where TSan keeps its own per-thread state: FiberTls refuses to run under it, and the
 # tests that need one are left out by GTEST_FILTER (gtest prints the filter at the top of each
@@ -477,7 +477,7 @@ $(foreach n,$(LESSONS),$(if $(filter echo_server,$(call stage_programs,$(n))),$(
 # make timeline-lessonN runs stage N's demo with FIB_TRACE set (lesson 2's trace.hpp) and draws
 # the trace with scripts/trace-view.py into lessons/NN-*/timeline.svg, which its README shows.
 # TIMELINE_N: the rows and the window to draw (microseconds from the first event of a kind).
-TIMELINE_LESSONS := 2 3 4 5 6 7 8 9 10
+TIMELINE_LESSONS := 2 3 4 5 6 7 8 9 10 11
 TIMELINE_2  := --fibers 3 --start-at parked --from -2 --until 10
 TIMELINE_3  := --fibers 4
 TIMELINE_4  := --fibers 10 --start-at spawn --from -20
@@ -487,6 +487,7 @@ TIMELINE_7  := --managers 3 --start-at spawn --from -5
 TIMELINE_8  := --fibers 8 --start-at spawn --from -50
 TIMELINE_9  := --managers 1,2 --start-at spawn --from -50
 TIMELINE_10 := --fibers 12 --start-at spawn --from -20
+TIMELINE_11 := --start-at spawn --from -20
 
 define TIMELINE_STAGE
 .PHONY: timeline-lesson$(1)
@@ -656,7 +657,7 @@ help:
 	@echo "make diff-lessonN     what stage N adds and changes against stage N-1, as a unified diff"
 	@echo "make echo-server-lessonN  start stage N's echo server on 127.0.0.1:8001 (N >= 4)"
 	@echo "make bench-echo-lessonN   stage N's echo servers under load (N >= 4; about 100 s for"
-	@echo "                      N=4, 3.5 min for N=5 to 9, 5 min for N=10, 9 min for N=11;"
+	@echo "                      N=4, 3.5 min for N=5 to 9, 5 min for N=10, 11 min for N=11;"
 	@echo "                      ROUNDS=3, CONFIGS=\"1 64,100 16384\", SERVERS=\"epoll uring\" do less)"
 	@echo "make bench-slow-lessonN  stage N's slow_server under load, its blocking work inline and"
 	@echo "                      offloaded, in 5 rounds (N >= 8; about 50 s; ROUNDS=N)"
@@ -671,8 +672,8 @@ help:
 	@echo "                      library source, make test-lesson6 takes about 20 s)"
 	@echo "make SAN=1 test       the same tests under AddressSanitizer + UBSan, in build/san/"
 	@echo "                      (about 10 to 12 min, building every stage)"
-	@echo "make TSAN=1 test-lesson10  lessons 1-10's tests under ThreadSanitizer, in build/tsan/ (any"
-	@echo "                      test-lessonN; 8-10 cross threads; about 4 min from scratch, in CI)"
+	@echo "make TSAN=1 test-lesson11  lessons 1-11's tests under ThreadSanitizer, in build/tsan/ (any"
+	@echo "                      test-lessonN; 8-11 cross threads; about 4 min from scratch, in CI)"
 	@echo "make STATIC=1 test-lesson7  lessons 1-7's tests linked statically, in build/static/"
 	@echo "                      (about 1 min after make test)"
 	@echo "make test-shuffled    every suite again under FIB_SCHEDULE_SEED=1 2 3 (SHUFFLE_SEEDS=...):"
@@ -683,7 +684,7 @@ help:
 	@echo "                      \"break it\" change fails the test it names (CI; a scratch copy of the"
 	@echo "                      tree for each; about 2 min after make test)"
 	@echo "make bench            bench-lesson$(LAST_LESSON): the whole table (about 3.5 min)"
-	@echo "make bench-echo       bench-echo-lesson$(LAST_LESSON) (about 9 min)"
+	@echo "make bench-echo       bench-echo-lesson$(LAST_LESSON) (about 11 min)"
 	@echo "make check-stack      check that no built binary has an executable stack, and the"
 	@echo "                      assembly's CET note and unwind rows (scripts/check-asm.py)"
 	@echo "make check-backtrace  check that gdb's bt inside a fiber ends at the trampoline"
