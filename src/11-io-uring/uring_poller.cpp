@@ -46,6 +46,40 @@ unsigned setup_flags(const UringOptions& options) {
     return options.defer_taskrun ? IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN : 0;
 }
 
+// A thread keeps the rings its Waiters used, drained, for the next Waiter it
+// makes. Closing a ring is not over when close(2) returns: the kernel
+// finishes its clean-up later, in a worker that then queues work on every
+// thread that submitted to the ring, and runs it by interrupting that
+// thread's next system call. A blocking call with a timeout (a recv under
+// SO_RCVTIMEO, a connect under SO_SNDTIMEO) then fails with EINTR, long
+// after the Waiter is gone (L10_CoEcho.FiveThousandConnectDisconnectCyclesLeakNoFdAndNoTask
+// saw it, 77 times in 200 rounds of a Waiter made, used and destroyed). Kept,
+// a ring is closed when its thread ends, which no later call can notice; and
+// a new Waiter on the thread skips the set-up. At most four, one per kind
+// (SQ size and flags); a ring kept before a fork() is never reused in the
+// child, which shares it with its parent.
+struct KeptRing {
+    unsigned entries, flags, forks;
+    std::unique_ptr<Ring> ring;
+};
+thread_local std::vector<KeptRing> kept_rings;
+
+std::unique_ptr<Ring> take_ring(unsigned entries, unsigned flags) {
+    for (auto kept = kept_rings.begin(); kept != kept_rings.end(); ++kept) {
+        if (kept->entries != entries || kept->flags != flags || kept->forks != forks_so_far()) continue;
+        std::unique_ptr<Ring> ring = std::move(kept->ring);
+        kept_rings.erase(kept);
+        ring->reset_stats();
+        return ring;
+    }
+    return std::make_unique<Ring>(entries, flags);
+}
+
+void keep_ring(unsigned entries, unsigned flags, std::unique_ptr<Ring> ring) {
+    if (kept_rings.size() >= 4) kept_rings.erase(kept_rings.begin());
+    kept_rings.push_back(KeptRing{entries, flags, forks_so_far(), std::move(ring)});
+}
+
 // A CQE's user_data says what it is for:
 //   0                        nothing to do (the CQE of a cancel or a poll removal)
 //   ends in binary 1         a poll: generation << 32 | fd << 1 | 1
@@ -60,22 +94,32 @@ std::uint64_t poll_data(int fd, std::uint32_t generation) {
 // Kernels before 6.1 refuse DEFER_TASKRUN with EINVAL: then the Ring is set
 // up without the two flags (uring.cpp), and works the same, a little slower.
 UringPoller::UringPoller(const UringOptions& options)
-    : options_(options), ring_(ring_entries(), setup_flags(options)), forks_(forks_so_far()) {
+    : options_(options),
+      entries_(ring_entries()),
+      setup_flags_(setup_flags(options)),
+      owned_ring_(take_ring(entries_, setup_flags_)),
+      ring_(*owned_ring_),
+      forks_(forks_so_far()) {
     options_.defer_taskrun = ring_.flags() & IORING_SETUP_DEFER_TASKRUN;
 }
 
-// Nothing may stay with the kernel once the ring is gone: every operation
-// still in flight is cancelled, and its CQE waited for, so that no buffer is
-// written after its owner let go. Polls need no wait: they hold no buffer,
-// and closing the ring ends them. With FIB_URING_STATS=1 in the environment
-// it then prints the ring's counts in one line on stderr, which make
-// bench-echo-lesson11 turns into io_uring_enter calls per message.
+// Nothing may stay with the kernel once the ring is given up: every
+// operation still in flight is cancelled, and its CQE waited for, so that no
+// buffer is written after its owner let go. Polls hold no buffer, but they
+// are removed and waited for too, as is every other SQE's CQE: the ring is
+// kept for the thread's next Waiter, which must find it empty. With
+// FIB_URING_STATS=1 in the environment it then prints the ring's counts in
+// one line on stderr, which make bench-echo-lesson11 turns into
+// io_uring_enter calls per message.
 UringPoller::~UringPoller() {
     if (!ring_.ok() || forks_so_far() != forks_) return;
-    for (FdState& fd : fds_)
-        for (UringOp* op = fd.operations; op; op = op->next) cancel(*op);
-    while (in_flight_ > 0) {
-        ring_.enter(true, -1);
+    for (std::size_t fd = 0; fd < fds_.size(); ++fd) {
+        if (fds_[fd].armed) remove_poll(static_cast<int>(fd), fds_[fd]);
+        for (UringOp* op = fds_[fd].operations; op; op = op->next) cancel(*op);
+    }
+    while (ring_.unsubmitted() > 0 || ring_.stats().completed < ring_.stats().submitted) {
+        const int result = ring_.enter(true, -1);
+        if (result < 0 && result != -ETIME && result != -EINTR && result != -EBUSY && result != -EAGAIN) break;
         reap();
     }
     const char* report = std::getenv("FIB_URING_STATS");
@@ -85,6 +129,7 @@ UringPoller::~UringPoller() {
                      static_cast<unsigned long long>(stats.enters), static_cast<unsigned long long>(stats.submitted),
                      static_cast<unsigned long long>(stats.completed));
     }
+    keep_ring(entries_, setup_flags_, std::move(owned_ring_));
 }
 
 void UringPoller::check_owner() const {

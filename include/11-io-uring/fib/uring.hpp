@@ -73,6 +73,7 @@ public:
     bool overflowed() const;
 
     RingStats stats() const { return stats_; }
+    void reset_stats() { stats_ = {}; }  // a kept ring, handed to a new owner
 
 private:
     void release();                  // unmaps and closes what is there

@@ -74,8 +74,9 @@ public:
     // refused. make_uring_poller (uring_probe.cpp) falls back to epoll then.
     // FIB_URING_ENTRIES sets the SQ size (default 256), for the tests.
     explicit UringPoller(const UringOptions& options);
-    // Cancels every operation still in flight and waits for each CQE, then
-    // unmaps the ring.
+    // Cancels every operation still in flight and removes every poll, and
+    // waits for each CQE; then keeps the ring for this thread's next
+    // UringPoller (see uring_poller.cpp for why it is not closed).
     ~UringPoller() override;
 
     bool ok() const { return ring_.ok(); }
@@ -120,7 +121,9 @@ private:
     void check_owner() const;
 
     UringOptions options_;
-    Ring ring_;
+    unsigned entries_, setup_flags_;     // what the ring was asked for
+    std::unique_ptr<Ring> owned_ring_;   // a new ring, or one this thread kept (uring_poller.cpp)
+    Ring& ring_;
     std::vector<FdState> fds_;           // indexed by fd
     std::vector<PollEvent> pending_;     // polls that fired, for the next wait()
     std::size_t in_flight_ = 0;
