@@ -62,8 +62,12 @@ ServerFlags parse_server_flags(int argc, char** argv, const ServerProgram& progr
     if (!program.backends.empty()) flags.backend = program.backends.front();
     // FIB_BACKEND, which every Waiter reads (pollers.hpp), is the default here
     // too; --backend overrides it.
-    if (const char* named = std::getenv("FIB_BACKEND"); named && !program.backends.empty())
+    if (const char* named = std::getenv("FIB_BACKEND"); named && !program.backends.empty()) {
+        bool known = false;
+        for (const char* backend : program.backends) known = known || std::strcmp(named, backend) == 0;
+        if (!known) usage_error(program, "FIB_BACKEND=%s: no backend of that name in this build", named);
         flags.backend = parse_backend(program, named);
+    }
     for (int i = 1; i < argc; ++i) {
         const char* flag = argv[i];
         auto value = [&]() -> const char* {
