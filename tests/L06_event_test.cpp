@@ -74,14 +74,19 @@ TEST(L06_Event, SetFromAnotherThreadWakesTheFiberThroughTheSleepingWaiter) {
     fib::Waiter waiter;
     fib::Event event;
     const pid_t main_tid = ::gettid();
-    std::atomic<bool> slept{false};
+    std::atomic<bool> slept{false}, waiting{false};
+    // Not just any system call of main's: the Waiter's blocking one, after the fiber waits
+    // (setting a Waiter up makes system calls too, and one caught there would set too early).
     std::thread setter([&] {
-        for (int i = 0; i < 5000 && !in_system_call(main_tid); ++i)
+        for (int i = 0; i < 5000 && !(waiting && in_system_call(main_tid)); ++i)
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
         slept = in_system_call(main_tid);
         event.set();
     });
-    fib::Fiber sleeper([&] { event.wait(); });
+    fib::Fiber sleeper([&] {
+        waiting = true;
+        event.wait();
+    });
     sleeper.join();
     setter.join();
     EXPECT_TRUE(slept);
