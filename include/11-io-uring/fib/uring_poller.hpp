@@ -21,7 +21,7 @@
 // CANCEL) and then waits, shielded, for the original CQE, whatever it says;
 // io::close cancels every operation on the fd and waits for all of them
 // before the number is closed and can be reused; the destructor cancels and
-// waits for everything before the ring is unmapped. The fiber does not return,
+// waits for everything before it gives the ring up. The fiber does not return,
 // and its stack does not go back to the pool, before its CQE is in.
 //
 //   fiber                     UringPoller                 kernel
