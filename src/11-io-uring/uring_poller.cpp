@@ -117,9 +117,13 @@ UringPoller::~UringPoller() {
         if (fds_[fd].armed) remove_poll(static_cast<int>(fd), fds_[fd]);
         for (UringOp* op = fds_[fd].operations; op; op = op->next) cancel(*op);
     }
+    bool drained = true;
     while (ring_.unsubmitted() > 0 || ring_.stats().completed < ring_.stats().submitted) {
         const int result = ring_.enter(true, -1);
-        if (result < 0 && result != -ETIME && result != -EINTR && result != -EBUSY && result != -EAGAIN) break;
+        if (result < 0 && result != -ETIME && result != -EINTR && result != -EBUSY && result != -EAGAIN) {
+            drained = false;  // a ring that may still hold requests is closed, never handed on
+            break;
+        }
         reap();
     }
     const char* report = std::getenv("FIB_URING_STATS");
@@ -129,7 +133,7 @@ UringPoller::~UringPoller() {
                      static_cast<unsigned long long>(stats.enters), static_cast<unsigned long long>(stats.submitted),
                      static_cast<unsigned long long>(stats.completed));
     }
-    keep_ring(entries_, setup_flags_, std::move(owned_ring_));
+    if (drained) keep_ring(entries_, setup_flags_, std::move(owned_ring_));
 }
 
 void UringPoller::check_owner() const {
