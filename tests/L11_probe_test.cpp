@@ -92,10 +92,10 @@ bool refuse_io_uring(int error) {
 
 // The whole of stderr, anchored at both ends: the one line, then the test's own.
 const char* const kRefusedWithEperm =
-    "^fib: no io_uring here \\(io_uring_setup: Operation not permitted \\([^\n]*\\)\\); "
+    "^(fib: FIB_SCHEDULE_SEED=[^\n]*\n)?fib: no io_uring here \\(io_uring_setup: Operation not permitted \\([^\n]*\\)\\); "
     "the Waiter uses epoll\nwaiters: epoll epoll\n$";
 const char* const kRefusedWithEnosys =
-    "^fib: no io_uring here \\(io_uring_setup: Function not implemented \\([^\n]*\\)\\); "
+    "^(fib: FIB_SCHEDULE_SEED=[^\n]*\n)?fib: no io_uring here \\(io_uring_setup: Function not implemented \\([^\n]*\\)\\); "
     "the Waiter uses epoll\nwaiters: epoll epoll\n$";
 
 TEST(L11_ProbeDeathTest, RefusedWithEpermTwoWaitersOnTwoThreadsRunOnEpollAndSayItInOneLine) {

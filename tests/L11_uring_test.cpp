@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "L01_sanitizers.hpp"
+#include "L02_schedule.hpp"
 #include "L04_waiter_harness.hpp"
 #include "L11_uring_harness.hpp"
 #include "fib/cancel.hpp"
@@ -59,6 +60,7 @@ struct ReadEnd {
 // same turn, before the Waiter's next enter). The read must end with EBADF, and the new
 // socket's bytes must still be there.
 void close_under_a_read(const char* backend, bool submitted_first) {
+    EXPECTS_FIFO_ORDER();  // which of reader and closer runs first decides what is submitted
     fib::FiberManager manager;
     fib::Waiter waiter(backend);
     SKIP_WITHOUT_RING(waiter);
