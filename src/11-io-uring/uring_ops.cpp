@@ -19,6 +19,7 @@ io_uring_sqe& UringPoller::prepare(UringOp& op, std::uint8_t opcode) {
     op.done = false;
     op.fd_closed = false;
     op.gave_up = 0;
+    op.flags = 0;
     FdState& fd_state = state(op.fd);
     op.prev = nullptr;
     op.next = fd_state.operations;

@@ -267,14 +267,20 @@ void UringPoller::on_cqe(const io_uring_cqe& cqe) {
         return;
     }
     auto* op = reinterpret_cast<UringOp*>(static_cast<std::uintptr_t>(cqe.user_data));
+    if ((cqe.flags & IORING_CQE_F_MORE) && op->on_cqe) {
+        op->on_cqe(*op, cqe);  // a multishot operation's result; the operation goes on
+        return;
+    }
     op->result = cqe.res;
+    op->flags = cqe.flags;
     op->done = true;
     FdState& fd_state = state(op->fd);
     if (op->prev) op->prev->next = op->next;
     else fd_state.operations = op->next;
     if (op->next) op->next->prev = op->prev;
     --in_flight_;
-    op->token.fiber->manager->wake(op->token);
+    if (op->on_cqe) op->on_cqe(*op, cqe);
+    else op->token.fiber->manager->wake(op->token);
 }
 
 void UringPoller::describe_waits(std::FILE* out) const {

@@ -55,6 +55,13 @@ struct UringOp {
     bool done = false;      // the CQE is in: the kernel has let go
     bool fd_closed = false; // io::close cancelled it (the caller says EBADF)
     int gave_up = 0;        // ECANCELED or ETIMEDOUT: a cancel was asked for
+    std::uint32_t flags = 0;  // the CQE's flags: IORING_CQE_F_BUFFER says a provided buffer was used
+    // A multishot operation (one SQE, a CQE per result) hands every CQE to
+    // `on_cqe` instead of waking `token`: its owner queues the result and
+    // wakes whom it serves. The operation is done at the first CQE without
+    // IORING_CQE_F_MORE (done is set, and the record unlinked, before that call).
+    void (*on_cqe)(UringOp& op, const io_uring_cqe& cqe) = nullptr;
+    void* owner = nullptr;  // for on_cqe: the object the operation serves
     UringOp* next = nullptr;  // the operations on the same fd
     UringOp* prev = nullptr;
 };
