@@ -15,37 +15,14 @@ namespace {
 // The most one read or write moves at once, as for read(2).
 constexpr std::size_t kMaxChunk = 0x7ffff000;
 
-// What the caller of an operation returns: the CQE's result, or -1 with
-// errno. A result the kernel produced before a cancel caught up with it is
-// kept (bytes read or sent are real, and are nowhere else); otherwise the
-// reason the caller gave up wins over the -ECANCELED the kernel reports:
-// EBADF when io::close cancelled it, ECANCELED or ETIMEDOUT when the fiber
-// did.
-long result_of(const UringOp& op) {
-    if (op.result >= 0) return op.result;
-    errno = op.fd_closed ? EBADF : op.gave_up ? op.gave_up : -op.result;
-    return -1;
-}
-
-// One operation from start to CQE, the shape of every call below: `fill`
-// writes the opcode's own fields into the SQE. A fiber already cancelled
-// starts nothing.
+// One operation, its record in this frame (see run() in uring_io.hpp).
 template <class Fill>
 long call(UringPoller& ring, int fd, std::uint8_t opcode, const char* what, const Clock::time_point* deadline,
           Fill fill) {
-    if (this_fiber::cancelled()) {
-        errno = ECANCELED;
-        return -1;
-    }
     UringOp op;
     op.fd = fd;
     op.what = what;
-    fill(ring.prepare(op, opcode));
-    Waiter& waiter = *Waiter::current();
-    waiter.operation_started();
-    ring.complete(op, deadline);
-    waiter.operation_ended();
-    return result_of(op);
+    return run(ring, op, opcode, deadline, fill);
 }
 
 }  // namespace

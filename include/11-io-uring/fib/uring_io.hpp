@@ -9,15 +9,43 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include <cerrno>
 #include <cstddef>
+#include <cstdint>
 
+#include "fib/cancel.hpp"
 #include "fib/timer_heap.hpp"
 #include "fib/uring_poller.hpp"
+#include "fib/waiter.hpp"
 
 namespace fib::io::ring {
 
 // The calling thread's UringPoller, if its Waiter runs fib::io as operations.
 UringPoller* of_this_thread();
+
+// One operation from SQE to CQE on the running fiber, the shape of every call
+// here: `op` has its fd and `what`; `fill(io_uring_sqe&)` writes the opcode's
+// own fields. Returns the CQE's result, or -1 with errno: a result the kernel
+// produced before a cancel caught up with it is kept (bytes read or sent are
+// real, and are nowhere else); otherwise the reason the caller gave up wins
+// over the -ECANCELED the kernel reports: EBADF when io::close cancelled it,
+// ECANCELED or ETIMEDOUT when the fiber did. A fiber already cancelled starts
+// nothing. `op` holds the CQE's flags afterwards.
+template <class Fill>
+long run(UringPoller& ring, UringOp& op, std::uint8_t opcode, const Clock::time_point* deadline, Fill fill) {
+    if (this_fiber::cancelled()) {
+        errno = ECANCELED;
+        return -1;
+    }
+    fill(ring.prepare(op, opcode));
+    Waiter& waiter = *Waiter::current();
+    waiter.operation_started();
+    ring.complete(op, deadline);
+    waiter.operation_ended();
+    if (op.result >= 0) return op.result;
+    errno = op.fd_closed ? EBADF : op.gave_up ? op.gave_up : -op.result;
+    return -1;
+}
 
 // With `deadline` (nullptr: none), the call gives up when it passes: -1,
 // errno ETIMEDOUT, after the kernel has let go.
