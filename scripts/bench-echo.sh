@@ -73,7 +73,8 @@ build=${build%/}
 # then one rung each: the ring as a poller only; fib::io's reads as
 # operations, one io_uring_enter each; the operations batched into the
 # Waiter's one enter per turn; and that with SINGLE_ISSUER and DEFER_TASKRUN
-# ("uring", stage 11's default).
+# ("uring"); then "uring-bufs", the same with no buffer per client: receives
+# take one of a pool of 256 provided buffers (16 KiB each) when data comes.
 server_table="
 fiber       $build/echo_server --port 0 --quiet --backend poll
 epoll       $build/echo_server --port 0 --quiet --backend epoll
@@ -82,6 +83,7 @@ uring-poll  $build/completion_echo --port 0 --quiet --backend uring-poll
 uring-ops   $build/completion_echo --port 0 --quiet --backend uring-ops
 uring-batch $build/completion_echo --port 0 --quiet --backend uring-batch
 uring       $build/completion_echo --port 0 --quiet --backend uring
+uring-bufs  $build/completion_echo --port 0 --quiet --backend uring --buffers 256
 coroutine   $build/co_echo_server --port 0 --quiet --backend epoll
 epoll_loop  $build/echo_epoll --port 0 --quiet
 threads     $build/echo_threads --port 0 --quiet
@@ -93,7 +95,7 @@ configs=("1 64" "100 64" "1000 64" "100 16384" "100 64 10000")
 [ -z "${CONFIGS:-}" ] || IFS=, read -r -a configs <<<"$CONFIGS"
 # Only these run configurations with idle connections: a thread per idle
 # connection would be 10,000 threads.
-idle_servers=" fiber epoll own-epoll uring-poll uring-ops uring-batch uring coroutine epoll_loop "
+idle_servers=" fiber epoll own-epoll uring-poll uring-ops uring-batch uring uring-bufs coroutine epoll_loop "
 rounds=${ROUNDS:-5}
 seconds=${SECONDS_EACH:-2}
 # The ratio columns divide by these servers' rps, when they run: threads, the
