@@ -141,15 +141,18 @@ int Acceptor::accept() {
             errno = ECANCELED;
             return -1;
         }
-        waiting_ = manager_.begin_wait();
+        const ParkToken me = manager_.begin_wait();
+        waiting_ = me;
         bool cancelled = false;
         {
-            const CancelScope cancellable(waiting_);
+            const CancelScope cancellable(me);
             if (count_ == 0 && error_ == 0 && !listener_closed_)
-                manager_.park(waiting_, WaitSite{"fib::io::ring::Acceptor::accept", nullptr, this});
+                manager_.park(me, WaitSite{"fib::io::ring::Acceptor::accept", nullptr, this});
             cancelled = cancellable.woke_it();
         }
-        waiting_ = {};
+        // Woken, this fiber waits no more; but between its wake and its run
+        // another fiber may have called accept() and be the one parked now.
+        if (waiting_.fiber == me.fiber && waiting_.wait == me.wait) waiting_ = {};
         if (cancelled) {
             errno = ECANCELED;
             return -1;
