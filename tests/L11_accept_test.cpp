@@ -346,6 +346,34 @@ TEST(L11_Accept, EmfileIsReportedOnceAndTheNextAcceptArmsAgainAndGetsTheWaitingC
     EXPECT_EQ(peer_ports, client_ports);
 }
 
+// The kernel reads RLIMIT_NOFILE when it takes the SQE (io_accept_prep), not at each accept:
+// an Acceptor armed before the limit is lowered still hands out fds above the new limit,
+// where dup() (or lesson 4's accept4) gets EMFILE. Why fib::io::accept stays a readiness wait.
+TEST(L11_Accept, AnArmedAcceptorKeepsTheFdLimitItWasArmedWithAndIgnoresALowerOne) {
+    fib::FiberManager manager;
+    fib::Waiter waiter(ring_backend());
+    SKIP_WITHOUT_RING(waiter);
+    fib::UringPoller& ring = *ring_of(waiter);
+    Server server;
+    server.clients.push_back(blocking_socket());
+    Acceptor acceptor(server.listener.get());
+    ASSERT_TRUE(yield_until([&] { return ring.ring().unsubmitted() == 0; }));  // the kernel has it
+    int fd = -1, dup_error = 0;
+    const rlim_t lowered = l04_echo::limit_leaving(0);
+    {
+        const FdLimit limit(lowered);
+        ASSERT_TRUE(limit.set);
+        EXPECT_EQ(::dup(0), -1);
+        dup_error = errno;
+        ASSERT_TRUE(connect_through_interrupts(server.clients[0].get(), server.port));
+        fd = acceptor.accept();
+    }
+    ASSERT_GE(fd, 0) << std::strerror(errno);
+    const fib::UniqueFd connection(fd);
+    EXPECT_EQ(dup_error, EMFILE);
+    EXPECT_GE(static_cast<rlim_t>(fd), lowered);
+}
+
 // ---- Misuse --------------------------------------------------------------------------------
 
 bool ring_runs_operations() {
