@@ -404,4 +404,17 @@ TEST(L11_AcceptDeathTest, ASecondFiberInAcceptStopsTheProgramNamingBothFibers) {
                  "fiber [0-9]+ \\((first|second)-taker\\) already waits; one fiber at a time may");
 }
 
+// On epoll there is no ring to hand the multishot to: the constructor stops, saying so.
+void an_acceptor_on_epoll() {
+    fib::FiberManager manager;
+    fib::Waiter waiter("epoll");
+    Server server;
+    Acceptor acceptor(server.listener.get());
+}
+
+TEST(L11_AcceptDeathTest, AnAcceptorOnAWaiterWithoutARingStopsSayingWhatItNeeds) {
+    EXPECT_DEATH(an_acceptor_on_epoll(), "Acceptor was created on a thread whose Waiter uses epoll; it needs "
+                                         "one that runs fib::io on an io_uring");
+}
+
 }  // namespace

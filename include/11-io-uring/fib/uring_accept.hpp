@@ -67,6 +67,7 @@ class Acceptor {
 public:
     // Arms a multishot accept on `listening_socket` (listening already, on
     // this thread's ring). The fds it yields are SOCK_NONBLOCK | SOCK_CLOEXEC.
+    // A `queue_bound` of 0 counts as 1.
     explicit Acceptor(int listening_socket, std::size_t queue_bound = 64);
     ~Acceptor();
     Acceptor(const Acceptor&) = delete;
