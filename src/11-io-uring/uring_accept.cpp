@@ -101,7 +101,8 @@ void Acceptor::on_cqe(UringOp& op, const io_uring_cqe& cqe) {
         if (op.fd_closed) self.listener_closed_ = true;
         else if (cqe.res < 0 && cqe.res != -ECANCELED) self.error_ = -cqe.res;
     } else if (self.count_ >= self.bound_ && !self.cancel_asked_) {
-        // Full: stop accepting, and let the backlog hold the rest.
+        // Full: stop accepting, and let the backlog hold the rest. With the
+        // SQ full, try_cancel takes no SQE; the next CQE tries again.
         self.cancel_asked_ = self.ring_.try_cancel(op);
     }
     self.manager_.wake(self.waiting_);
