@@ -40,6 +40,15 @@ void UringPoller::cancel(UringOp& op) {
     entry.user_data = 0;  // its own CQE says only whether it found op: not needed
 }
 
+bool UringPoller::try_cancel(UringOp& op) {
+    io_uring_sqe* entry = ring_.next_sqe();
+    if (!entry) return false;
+    entry->opcode = IORING_OP_ASYNC_CANCEL;
+    entry->addr = reinterpret_cast<std::uintptr_t>(&op);
+    entry->user_data = 0;
+    return true;
+}
+
 // Parks until op's CQE is in. Two things may end the wait first: a cancel of
 // the fiber (cancel.hpp) and `deadline`. Neither can just return: the kernel
 // may be writing into the caller's buffer right now, and the CQE will bring

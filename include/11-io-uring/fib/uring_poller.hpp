@@ -110,6 +110,11 @@ public:
 
     // Asks the kernel to give up `op` (an ASYNC_CANCEL SQE; its CQE still comes).
     void cancel(UringOp& op);
+    // The same from an on_cqe hook, which runs inside reap(): only if an SQE
+    // is free now. With the SQ full, taking one would enter and reap again,
+    // inside this reap, and hand out the CQEs being read a second time; then
+    // it takes none and returns false (the hook may try at its next CQE).
+    bool try_cancel(UringOp& op);
     // Hands every filled SQE to the kernel now, without waiting.
     void submit();
 
