@@ -73,8 +73,9 @@ build=${build%/}
 # then one rung each: the ring as a poller only; fib::io's reads as
 # operations, one io_uring_enter each; the operations batched into the
 # Waiter's one enter per turn; and that with SINGLE_ISSUER and DEFER_TASKRUN
-# ("uring"); then "uring-bufs", the same with no buffer per client: receives
-# take one of a pool of 256 provided buffers (16 KiB each) when data comes.
+# ("uring"); then "uring-bufs", the same with no buffer per client (receives
+# take one of a pool of 256 provided buffers, 16 KiB each, when data comes)
+# and the connections taken from one multishot accept.
 server_table="
 fiber       $build/echo_server --port 0 --quiet --backend poll
 epoll       $build/echo_server --port 0 --quiet --backend epoll
@@ -83,7 +84,7 @@ uring-poll  $build/completion_echo --port 0 --quiet --backend uring-poll
 uring-ops   $build/completion_echo --port 0 --quiet --backend uring-ops
 uring-batch $build/completion_echo --port 0 --quiet --backend uring-batch
 uring       $build/completion_echo --port 0 --quiet --backend uring
-uring-bufs  $build/completion_echo --port 0 --quiet --backend uring --buffers 256
+uring-bufs  $build/completion_echo --port 0 --quiet --backend uring --buffers 256 --multishot-accept
 coroutine   $build/co_echo_server --port 0 --quiet --backend epoll
 epoll_loop  $build/echo_epoll --port 0 --quiet
 threads     $build/echo_threads --port 0 --quiet

@@ -50,8 +50,7 @@ void FiberServer::accept_clients() {
     while (!fib::this_fiber::cancelled()) {
         sockaddr_storage peer{};
         socklen_t peer_length = sizeof peer;
-        fib::UniqueFd socket(
-            fib::io::accept(listener_.get(), reinterpret_cast<sockaddr*>(&peer), &peer_length));
+        fib::UniqueFd socket(accept_client(reinterpret_cast<sockaddr*>(&peer), &peer_length));
         if (!socket) {
             if (errno != ECANCELED) back_off_after(errno);
             continue;
@@ -73,6 +72,10 @@ void FiberServer::accept_clients() {
         served_.fetch_add(1, std::memory_order_relaxed);
         open_.fetch_add(1, std::memory_order_relaxed);
     }
+}
+
+int FiberServer::accept_client(sockaddr* peer, socklen_t* peer_length) {
+    return fib::io::accept(listener_.get(), peer, peer_length);
 }
 
 // accept() failed. Out of fds (EMFILE, ENFILE) or buffers (ENOBUFS, ENOMEM),

@@ -19,6 +19,8 @@
 // serve(), as structured concurrency asks.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -58,6 +60,14 @@ protected:
     virtual void serve_client(int socket) = 0;
 
     const char* program() const { return program_; }
+    int listener() const { return listener_.get(); }
+
+    // How the acceptor takes one connection: fib::io::accept by default.
+    // A server may take them another way (one armed accept that keeps
+    // handing connections over, say).
+    // Returns the new socket, or -1 with errno as fib::io::accept says
+    // (ECANCELED once the server stops); `peer` gets the client's address.
+    virtual int accept_client(sockaddr* peer, socklen_t* peer_length);
 
     // For a client that stopped reading: makes the close of `socket` send a
     // reset and drop what the kernel still holds to send (up to megabytes),

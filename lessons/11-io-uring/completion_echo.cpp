@@ -1,6 +1,7 @@
 // completion_echo.cpp — lesson 11: the completion_echo program: an echo server whose reads are operations.
 //
-//   build/lesson11/completion_echo [--port N] [--bind ADDR] [--backend NAME] [--buffers N] [--quiet]
+//   build/lesson11/completion_echo [--port N] [--bind ADDR] [--backend NAME] [--buffers N]
+//                                  [--multishot-accept] [--quiet]
 //
 // Lesson 4's echo loop lends one read buffer to every connection, which only
 // a readiness read allows (echo_connection.cpp). Here each client's fiber owns
@@ -8,7 +9,8 @@
 // on a ring backend each read is one SQE and one CQE. With --buffers N the
 // clients own no buffer: every receive takes one of a pool of N, registered
 // with the ring, only when its data has come (uring_buffers.hpp), and gives
-// it back once the bytes are sent. The same program runs on every backend,
+// it back once the bytes are sent; with --multishot-accept one armed accept
+// hands it every connection (uring_accept.hpp). The same program runs on every backend,
 // which is what lesson 11's ablation table compares. With
 // FIB_URING_STATS=1 its ring says, as it goes, what it did.
 #include <cstdio>
@@ -25,6 +27,7 @@
 #include "fib/fiber_manager.hpp"
 #include "fib/io.hpp"
 #include "fib/poller.hpp"
+#include "fib/uring_accept.hpp"
 #include "fib/uring_buffers.hpp"
 #include "fib/uring_io.hpp"
 #include "fib/waiter.hpp"
@@ -32,7 +35,8 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: completion_echo [--port N] [--bind ADDR] [--backend NAME] [--buffers N] [--quiet] [--help]\n"
+    "usage: completion_echo [--port N] [--bind ADDR] [--backend NAME] [--buffers N] [--multishot-accept]\n"
+    "                       [--quiet] [--help]\n"
     "\n"
     "A TCP echo server: a fiber per client, each with a read buffer of its own, so that on\n"
     "an io_uring backend every read is an operation the kernel completes.\n"
@@ -44,6 +48,8 @@ constexpr const char* kUsage =
     "  --buffers N      receive into a pool of N 16 KiB buffers registered with the ring (a\n"
     "                   power of two up to 32768; the uring backends that run operations)\n"
     "                   instead of a buffer per client\n"
+    "  --multishot-accept  take connections from one multishot accept on the ring (the same\n"
+    "                   backends) instead of a poll and an accept4 each\n"
     "  --quiet          accepted for the bench scripts; this server logs nothing per client\n"
     "  --help           print this and exit\n"
     "\n"
@@ -56,11 +62,22 @@ constexpr std::size_t kBufferSize = 16 * 1024;
 
 class CompletionEcho : public FiberServer {
 public:
-    CompletionEcho(const char* bind, std::uint16_t port, fib::io::ring::BufferRing* pool)
-        : FiberServer("completion_echo", bind, port), pool_(pool) {}
+    CompletionEcho(const char* bind, std::uint16_t port, fib::io::ring::BufferRing* pool, bool multishot_accept)
+        : FiberServer("completion_echo", bind, port), pool_(pool), multishot_accept_(multishot_accept) {}
     unsigned long long bytes_echoed() const { return bytes_; }
 
 protected:
+    // The Acceptor is armed at the first call, on the server's thread, and
+    // goes with the server, before the Waiter. A multishot accept cannot
+    // return the client's address: getpeername asks for it.
+    int accept_client(sockaddr* peer, socklen_t* peer_length) override {
+        if (!multishot_accept_) return FiberServer::accept_client(peer, peer_length);
+        if (!acceptor_) acceptor_.emplace(listener());
+        const int socket = acceptor_->accept();
+        if (socket >= 0 && ::getpeername(socket, peer, peer_length) != 0) *peer_length = 0;
+        return socket;
+    }
+
     void serve_client(int socket) override {
         if (pool_) return serve_from_pool(socket);
         const auto buffer = std::make_unique_for_overwrite<char[]>(kBufferSize);
@@ -87,12 +104,19 @@ private:
     }
 
     fib::io::ring::BufferRing* pool_;
+    const bool multishot_accept_;
+    std::optional<fib::io::ring::Acceptor> acceptor_;
     unsigned long long bytes_ = 0;  // only this thread's fibers add to it
 };
 
-// --buffers N: a power of two from 1 to 32768.
+// --buffers N (a power of two from 1 to 32768) and --multishot-accept.
 unsigned buffer_count = 0;
-FlagResult buffers_flag(const char* flag, const std::function<const char*()>& value) {
+bool multishot_accept = false;
+FlagResult ring_flags(const char* flag, const std::function<const char*()>& value) {
+    if (std::strcmp(flag, "--multishot-accept") == 0) {
+        multishot_accept = true;
+        return {};
+    }
     if (std::strcmp(flag, "--buffers") != 0) return {false};
     const char* text = value();
     char* end = nullptr;
@@ -108,27 +132,29 @@ FlagResult buffers_flag(const char* flag, const std::function<const char*()>& va
 int main(int argc, char** argv) {
     const int stop_fd = stop_signal_fd();
     const ServerFlags flags =
-        parse_server_flags(argc, argv, {"completion_echo", kUsage, fib::poller_names(), buffers_flag, 8011});
+        parse_server_flags(argc, argv, {"completion_echo", kUsage, fib::poller_names(), ring_flags, 8011});
     raise_fd_limit();
 
     fib::FiberManager manager;
     fib::Waiter waiter(flags.backend);
-    if (buffer_count && !fib::io::ring::of_this_thread()) {
-        std::fprintf(stderr, "completion_echo: --buffers needs a backend that runs operations on the ring "
-                             "(uring, uring-batch, uring-ops); this one is %s\n", waiter.poller().name());
+    if ((buffer_count || multishot_accept) && !fib::io::ring::of_this_thread()) {
+        std::fprintf(stderr, "completion_echo: %s needs a backend that runs operations on the ring "
+                             "(uring, uring-batch, uring-ops); this one is %s\n",
+                     buffer_count ? "--buffers" : "--multishot-accept", waiter.poller().name());
         return 2;
     }
     std::optional<fib::io::ring::BufferRing> pool;
     if (buffer_count) pool.emplace(buffer_count, static_cast<unsigned>(kBufferSize));
     std::optional<CompletionEcho> server;
     try {
-        server.emplace(flags.bind, flags.port, pool ? &*pool : nullptr);
+        server.emplace(flags.bind, flags.port, pool ? &*pool : nullptr, multishot_accept);
     } catch (const std::exception& error) {
         std::fprintf(stderr, "completion_echo: %s\n", error.what());
         return 1;
     }
-    std::printf("completion_echo: listening on %s:%u (backend %s, %s); Ctrl-C stops it\n", flags.bind,
-                server->port(), waiter.poller().name(), pool ? "a pool of provided buffers" : "a buffer per client");
+    std::printf("completion_echo: listening on %s:%u (backend %s, %s%s); Ctrl-C stops it\n", flags.bind,
+                server->port(), waiter.poller().name(), pool ? "a pool of provided buffers" : "a buffer per client",
+                multishot_accept ? ", multishot accept" : "");
     std::fflush(stdout);
 
     server->serve(stop_fd);
@@ -136,6 +162,6 @@ int main(int argc, char** argv) {
     std::printf("completion_echo: %s: served %llu clients, echoed %llu bytes\n", stop_signal_fd_name(stop_fd),
                 static_cast<unsigned long long>(server->clients_served()), server->bytes_echoed());
     if (pool) std::printf("completion_echo: the pool ran dry %llu times\n", static_cast<unsigned long long>(pool->exhausted()));
-    server.reset();  // its clients' fibers, and their Leases, end before the pool
+    server.reset();  // its Acceptor before the Waiter; its clients' Leases ended before the pool
     return 0;
 }
