@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -472,6 +473,64 @@ TEST(L11_Poll, AReplacedPollsLateCqeWakesNeitherFiberWaitingOnTheFd) {
     EXPECT_EQ(order, (std::vector<std::string>{"room made", "writer woke", "byte written", "reader woke"}));
     EXPECT_EQ(writer_revents, POLLOUT);
     EXPECT_EQ(reader_revents, POLLIN);
+}
+
+// The lost CQE behind L09_Cluster.APostToAFullThreadParksThePosterUntilAPostedFiberEnds's
+// rare hang on the uring rung, made to happen every time on a UringPoller made by hand. A poll
+// on an eventfd is armed; another thread writes the eventfd, which wakes the poll in the kernel,
+// but under DEFER_TASKRUN its completion waits (as task work) for this thread's next enter; this
+// thread reads the counter (what Event::try_wait does) and takes the poll back. In that enter
+// the kernel runs the removal first: the woken poll is owned by its pending completion, so a
+// POLL_REMOVE only says -EALREADY; then the completion runs, polls the eventfd again, finds the
+// counter at 0 and re-arms the one-shot poll without a CQE. The poll stays in the kernel, one
+// CQE short, for good: a cluster thread closed that eventfd and its ring's destructor waited
+// for that CQE for ever. Every SQE must get its CQE; the rungs without DEFER_TASKRUN run the
+// same steps.
+void every_sqe_of_a_taken_back_poll_gets_its_cqe(const char* backend, bool defer_taskrun) {
+    fib::FiberManager manager;
+    auto poller = std::make_unique<fib::UringPoller>(fib::UringOptions{backend, true, true, defer_taskrun});
+    if (!poller->ok())
+        GTEST_SKIP() << "io_uring is refused here: io_uring_setup says " << std::strerror(poller->error());
+    const int eventfd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    ASSERT_GE(eventfd, 0);
+    std::vector<fib::PollEvent> ready;
+    for (int round = 0; round < 100; ++round) {
+        poller->watch(eventfd, POLLIN);
+        poller->wait(0, ready);  // the POLL_ADD is in the kernel
+        ASSERT_EQ(poller->ring().unsubmitted(), 0u);
+        std::thread([eventfd] {
+            const std::uint64_t one = 1;
+            EXPECT_EQ(::write(eventfd, &one, sizeof one), static_cast<ssize_t>(sizeof one));
+        }).join();
+        std::uint64_t count = 0;
+        ASSERT_EQ(::read(eventfd, &count, sizeof count), static_cast<ssize_t>(sizeof count));
+        poller->watch(eventfd, 0);
+        // A few turns, each free to wait a little: every CQE due has come by then.
+        for (int turn = 0; turn < 20 && poller->ring().stats().completed < poller->ring().stats().submitted; ++turn)
+            poller->wait(10, ready);
+        const fib::RingStats stats = poller->ring().stats();
+        if (stats.completed != stats.submitted) {
+            // The destructor would wait for the missing CQE for ever, as the cluster thread did;
+            // the ring is left behind instead (the test has failed anyway).
+            ADD_FAILURE() << "round " << round << ": " << stats.submitted << " SQEs, " << stats.completed
+                          << " CQEs: a poll was taken back and its CQE never came";
+            (void)poller.release();
+            ::close(eventfd);
+            return;
+        }
+        // The fd was not woken for: its waiter took it back before the Waiter looked.
+        ready.clear();
+    }
+    poller.reset();
+    ::close(eventfd);
+}
+
+TEST(L11_Poll, EverySqeOfAPollTakenBackAfterItsWakeUpGetsItsCqeUnderDeferTaskrun) {
+    every_sqe_of_a_taken_back_poll_gets_its_cqe("uring", true);
+}
+
+TEST(L11_Poll, EverySqeOfAPollTakenBackAfterItsWakeUpGetsItsCqeWithoutDeferTaskrun) {
+    every_sqe_of_a_taken_back_poll_gets_its_cqe("uring-batch", false);
 }
 
 // A ring that is closed is not done with its thread: the kernel's clean-up later queues work

@@ -81,7 +81,7 @@ void keep_ring(unsigned entries, unsigned flags, std::unique_ptr<Ring> ring) {
 }
 
 // A CQE's user_data says what it is for:
-//   0                        nothing to do (the CQE of a cancel or a poll removal)
+//   0                        nothing to do (the CQE of a cancel, of an operation or a poll)
 //   ends in binary 1         a poll: generation << 32 | fd << 1 | 1
 //   anything else            the address of a UringOp (aligned, so it ends in 0)
 constexpr std::uint64_t kIgnore = 0;
@@ -171,8 +171,8 @@ void UringPoller::submit() {
 
 // The Waiter asks for the union of what the fd's fibers wait for. A one-shot
 // POLL_ADD for it goes in the next enter; a different set replaces it (the
-// old one is removed, and its generation no longer matches, so its CQE, if
-// one comes, is dropped). The poll values are poll(2)'s.
+// old one is cancelled, and its generation no longer matches, so its CQE is
+// dropped). The poll values are poll(2)'s.
 void UringPoller::watch(int fd, short events) {
     check_owner();
     FdState& fd_state = state(fd);
@@ -188,9 +188,22 @@ void UringPoller::watch(int fd, short events) {
     poll.user_data = poll_data(fd, fd_state.generation);
 }
 
+// A poll is taken back with ASYNC_CANCEL, not POLL_REMOVE: every POLL_ADD
+// must end with a CQE, or the destructor waits for it for ever. A poll the
+// fd has woken is owned by its completion until that runs, and with
+// DEFER_TASKRUN it runs only in this thread's next enter, after the SQEs of
+// that enter. POLL_REMOVE cannot take an owned poll: it says -EALREADY and
+// leaves it to the completion, which polls the fd again and, finding it no
+// longer ready (an Event::try_wait read the eventfd in between), re-arms the
+// one-shot poll and posts nothing. A cluster thread's ring kept such a poll
+// on an eventfd it then closed, and hung in ~UringPoller (L09_Cluster's
+// APostToAFullThreadParksThePosterUntilAPostedFiberEnds, about once in 500
+// runs). ASYNC_CANCEL marks the poll cancelled whoever owns it, and its
+// completion then posts -ECANCELED:
+// L11_Poll.EverySqeOfAPollTakenBackAfterItsWakeUpGetsItsCqeUnderDeferTaskrun.
 void UringPoller::remove_poll(int fd, FdState& fd_state) {
     io_uring_sqe& remove = sqe();
-    remove.opcode = IORING_OP_POLL_REMOVE;
+    remove.opcode = IORING_OP_ASYNC_CANCEL;
     remove.addr = poll_data(fd, fd_state.generation);
     remove.user_data = kIgnore;
     fd_state.armed = 0;

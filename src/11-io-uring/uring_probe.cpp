@@ -19,9 +19,8 @@ namespace {
 // EXT_ARG (5.11): enter takes a timeout; NODROP (5.5): a full CQ never loses
 // a completion. The operations are in IORING_REGISTER_PROBE's list.
 constexpr unsigned kFeatures = IORING_FEAT_EXT_ARG | IORING_FEAT_NODROP;
-constexpr std::uint8_t kOperations[] = {IORING_OP_POLL_ADD, IORING_OP_POLL_REMOVE, IORING_OP_ASYNC_CANCEL,
-                                        IORING_OP_READ,     IORING_OP_WRITE,       IORING_OP_SEND,
-                                        IORING_OP_CONNECT};
+constexpr std::uint8_t kOperations[] = {IORING_OP_POLL_ADD, IORING_OP_ASYNC_CANCEL, IORING_OP_READ,
+                                        IORING_OP_WRITE,    IORING_OP_SEND,         IORING_OP_CONNECT};
 
 // Why a ring cannot be had, in words; empty when it can.
 std::string refusal(const UringPoller& poller) {
