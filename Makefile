@@ -128,10 +128,10 @@ L11     := lessons/$(DIR_11)
 DEMO_11 := $(L11)/main.cpp
 PROGRAMS_11                 := completion_echo
 SOURCES_11_completion_echo  := $(L11)/completion_echo.cpp $(SERVER_6) $(L6)/stop_signals.cpp $(L4)/server_program.cpp
-# make test-lesson11 runs the I/O suites of lessons 4-6, 10 and 11 a second time on io_uring's
-# best rung (the default stays epoll: see lesson 11's README).
-TWICE_11     := L04_*:L05_*:L06_*:L10_*:L11_*
-TWICE_ENV_11 := FIB_BACKEND=uring
+# make test-lesson11 runs the I/O suites of lessons 4-6 and 11 a second time where the kernel
+# refuses io_uring (a seccomp filter, scripts/without-io-uring.py): on the epoll fallback.
+TWICE_11     := L04_*:L05_*:L06_*:L11_*
+TWICE_ENV_11 := scripts/without-io-uring.py
 
 # Benchmarks: tests/bench/bench_main.cpp and the rows of lessons 1..N (tests/bench/LNN_*),
 # plus what a lesson's rows need.

