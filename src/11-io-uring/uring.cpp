@@ -112,6 +112,11 @@ io_uring_sqe* Ring::next_sqe() {
     return sqe;
 }
 
+unsigned Ring::free_sqes() const {
+    const unsigned head = std::atomic_ref<unsigned>(*sq_head_).load(std::memory_order_acquire);
+    return sq_entries_ - (sqe_tail_ - head);
+}
+
 // Publishing the SQEs is one store of the tail, with release: the kernel
 // loads the tail with acquire, so every byte of every SQE written before it
 // is what the kernel reads. Then io_uring_enter tells the kernel how many

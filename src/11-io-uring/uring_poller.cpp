@@ -83,7 +83,8 @@ void keep_ring(unsigned entries, unsigned flags, std::unique_ptr<Ring> ring) {
 // A CQE's user_data says what it is for:
 //   0                        nothing to do (the CQE of a cancel, of an operation or a poll)
 //   ends in binary 1         a poll: generation << 32 | fd << 1 | 1
-//   anything else            the address of a UringOp (aligned, so it ends in 0)
+//   ends in binary 10, or 4  a message between threads' rings (uring_msg.cpp)
+//   anything else            the address of a UringOp (aligned, so it ends in 000)
 constexpr std::uint64_t kIgnore = 0;
 std::uint64_t poll_data(int fd, std::uint32_t generation) {
     return std::uint64_t{generation} << 32 | static_cast<std::uint64_t>(fd) << 1 | 1;
@@ -220,6 +221,9 @@ void UringPoller::forget(int fd) {
     if (fd < 0 || static_cast<std::size_t>(fd) >= fds_.size()) return;
     check_owner();
     FdState& fd_state = fds_[static_cast<std::size_t>(fd)];
+    // A message still on its way about this fd must not reach the next file
+    // that gets the number: it carries the old life, and is dropped.
+    fd_state.life = 0;
     if (fd_state.armed) remove_poll(fd, fd_state);
     if (!fd_state.operations) return;
     for (UringOp* op = fd_state.operations; op; op = op->next) {
@@ -258,6 +262,7 @@ void UringPoller::wait(int timeout_ms, std::vector<PollEvent>& ready) {
 }
 
 void UringPoller::reap() {
+    reaping_ = true;
     auto dispatch = [this](const io_uring_cqe& cqe) { on_cqe(cqe); };
     ring_.reap(dispatch);
     // Completions that did not fit wait in the kernel (FEAT_NODROP); an
@@ -266,10 +271,15 @@ void UringPoller::reap() {
         ring_.enter(false, 0);
         if (ring_.reap(dispatch) == 0) break;
     }
+    reaping_ = false;
 }
 
 void UringPoller::on_cqe(const io_uring_cqe& cqe) {
     if (cqe.user_data == kIgnore) return;
+    if (is_message(cqe.user_data)) {
+        on_message(cqe);
+        return;
+    }
     if (cqe.user_data & 1) {
         const int fd = static_cast<int>((cqe.user_data & 0xffffffff) >> 1);
         FdState& fd_state = state(fd);

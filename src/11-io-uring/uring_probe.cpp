@@ -22,8 +22,9 @@ constexpr unsigned kFeatures = IORING_FEAT_EXT_ARG | IORING_FEAT_NODROP;
 constexpr std::uint8_t kOperations[] = {IORING_OP_POLL_ADD, IORING_OP_ASYNC_CANCEL, IORING_OP_READ,
                                         IORING_OP_WRITE,    IORING_OP_SEND,         IORING_OP_CONNECT};
 
-// Why a ring cannot be had, in words; empty when it can.
-std::string refusal(const UringPoller& poller) {
+// Why a ring cannot be had, in words; empty when it can. Turns the MSG_RING
+// rung down to "uring" where the kernel lacks that operation.
+std::string refusal(UringPoller& poller) {
     if (!poller.ok()) {
         std::string why = std::string("io_uring_setup: ") + std::strerror(poller.error());
         if (poller.error() == ENOSYS) why += " (a kernel without io_uring, or a seccomp filter)";
@@ -47,6 +48,14 @@ std::string refusal(const UringPoller& poller) {
     for (std::uint8_t operation : kOperations)
         if (operation > probe->last_op || !(probe->ops[operation].flags & IO_URING_OP_SUPPORTED))
             return "this kernel's io_uring lacks operation " + std::to_string(operation);
+    // MSG_RING (5.18) is the uring-msg rung's only: without it, that rung
+    // works as "uring" (cross-thread sets write the eventfd), saying so once.
+    const unsigned msg = IORING_OP_MSG_RING;
+    if (poller.options().msg_ring && (msg > probe->last_op || !(probe->ops[msg].flags & IO_URING_OP_SUPPORTED))) {
+        static std::once_flag said;
+        std::call_once(said, [] { std::fprintf(stderr, "fib: no IORING_OP_MSG_RING here; uring-msg works as uring\n"); });
+        poller.without_messages();
+    }
     return {};
 }
 

@@ -8,6 +8,8 @@
 //   uring-ops     fib::io as operations, one io_uring_enter per operation
 //   uring-batch   the operations wait for the Waiter's one enter per turn
 //   uring         + SINGLE_ISSUER and DEFER_TASKRUN (without them on EINVAL)
+//   uring-msg     + another thread's Event::set as an IORING_OP_MSG_RING
+//                 message, not an eventfd write (without MSG_RING: as uring)
 // Where io_uring is refused, each of them falls back to epoll, saying so.
 // Lesson 5's said:
 //
@@ -33,6 +35,7 @@ inline constexpr UringOptions kUringRungs[] = {
     {"uring-poll", false, true, false},
     {"uring-ops", true, false, false},
     {"uring-batch", true, true, false},
+    {"uring-msg", true, true, true, true},
 };
 
 inline constexpr PollerEntry kPollers[] = {
@@ -42,6 +45,7 @@ inline constexpr PollerEntry kPollers[] = {
     {"uring-poll", [] { return make_uring_poller(kUringRungs[1]); }},
     {"uring-ops", [] { return make_uring_poller(kUringRungs[2]); }},
     {"uring-batch", [] { return make_uring_poller(kUringRungs[3]); }},
+    {"uring-msg", [] { return make_uring_poller(kUringRungs[4]); }},
 };
 
 }  // namespace fib

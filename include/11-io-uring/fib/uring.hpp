@@ -56,6 +56,8 @@ public:
     // It is handed to the kernel by the next submit().
     io_uring_sqe* next_sqe();
     unsigned unsubmitted() const { return sqe_tail_ - submitted_tail_; }
+    // How many next_sqe() calls would succeed now.
+    unsigned free_sqes() const;
 
     // One io_uring_enter: hands over every SQE filled since the last call and,
     // with `wait`, blocks until a CQE is there or `timeout_ms` has passed (-1:

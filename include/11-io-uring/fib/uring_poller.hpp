@@ -73,6 +73,9 @@ struct UringOptions {
     bool operations;    // fib::io runs as operations; false: the ring only polls
     bool batching;      // SQEs wait for the Waiter's next enter; false: one enter each
     bool defer_taskrun; // IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN (kernel 6.1)
+    // Another thread's Event::set reaches this ring's Events as an
+    // IORING_OP_MSG_RING message instead of an eventfd write (event.cpp).
+    bool msg_ring = false;
 };
 
 class UringPoller final : public Poller {
@@ -118,10 +121,31 @@ public:
     // Hands every filled SQE to the kernel now, without waiting.
     void submit();
 
+    // Cross-thread wakes through the ring (the uring-msg rung; event.cpp).
+    // On the owner's thread: where another thread's ring must send a message
+    // about `fd` (an Event's eventfd): this ring's fd and the fd's generation,
+    // as one word (ring fd + 1 | generation << 32), or 0 when this ring does
+    // not take messages. The generation is new at every forget (a close), and
+    // unique in the process, so a message about a closed fd, or one that
+    // reached another ring with the same number, names no current wait.
+    std::uint64_t message_target(int fd);
+    // On the sender's thread: posts to the ring `target` names a CQE saying
+    // "fd is readable" (POLLIN) for that generation of `fd`; true once the
+    // kernel has delivered it, false if it could not (the caller then writes
+    // the eventfd). Enters at once, and returns only when it knows.
+    bool send_message(std::uint64_t target, int fd);
+    // The MSG_RING rung without MSG_RING: the probe found none (uring_probe.cpp).
+    void without_messages() { options_.msg_ring = false; }
+    // Messages received that named a current generation, and those dropped
+    // because theirs was a closed fd's (for the tests).
+    std::uint64_t messages() const { return messages_; }
+    std::uint64_t stale_messages() const { return stale_messages_; }
+
 private:
     struct FdState {
         short armed = 0;          // events of the POLL_ADD in flight, 0: none
         std::uint32_t generation = 0;
+        std::uint32_t life = 0;   // the messages' generation: new at each forget, 0 until asked for
         UringOp* operations = nullptr;  // in flight on this fd
     };
     FdState& state(int fd);
@@ -129,6 +153,8 @@ private:
     void remove_poll(int fd, FdState& state);
     void reap();                         // reads every CQE, and what overflowed
     void on_cqe(const io_uring_cqe& cqe);
+    static bool is_message(std::uint64_t user_data);  // uring_msg.cpp
+    void on_message(const io_uring_cqe& cqe);
     void drain_fd(int fd);               // enters until the fd has no operation in flight
     void check_owner() const;
 
@@ -139,6 +165,10 @@ private:
     std::vector<FdState> fds_;           // indexed by fd
     std::vector<PollEvent> pending_;     // polls that fired, for the next wait()
     std::size_t in_flight_ = 0;
+    bool reaping_ = false;               // inside reap(): send_message must not enter
+    bool message_pending_ = false;       // send_message waits for its NOP's CQE
+    int message_result_ = 0;             // that CQE's res: 0, or -ECANCELED if the message failed
+    std::uint64_t messages_ = 0, stale_messages_ = 0;
     unsigned forks_;                     // forks seen when it was made
 };
 
