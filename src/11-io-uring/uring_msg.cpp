@@ -117,10 +117,12 @@ bool UringPoller::send_message(std::uint64_t target, int fd) {
 // sender's ring: the NOP that ends a send (above).
 void UringPoller::on_message(const io_uring_cqe& cqe) {
     if (cqe.user_data == kMessageSent) {
+        if (cqe.res == 0) ++messages_sent_;
         if (message_pending_) message_result_ = cqe.res;
         message_pending_ = false;
         return;
     }
+    ++messages_received_;
     const int fd = static_cast<int>((cqe.user_data & 0xffffffff) >> 2);
     const auto life = static_cast<std::uint32_t>(cqe.user_data >> 32);
     if (static_cast<std::size_t>(fd) >= fds_.size() || fds_[static_cast<std::size_t>(fd)].life != life) {

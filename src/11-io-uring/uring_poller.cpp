@@ -119,7 +119,11 @@ UringPoller::~UringPoller() {
         for (UringOp* op = fds_[fd].operations; op; op = op->next) cancel(*op);
     }
     bool drained = true;
-    while (ring_.unsubmitted() > 0 || ring_.stats().completed < ring_.stats().submitted) {
+    // CQEs and SQEs pair up but for messages (uring_msg.cpp): a message
+    // received is a CQE no SQE of ours asked for, and a message sent is an
+    // SQE whose success posts no CQE here.
+    while (ring_.unsubmitted() > 0 ||
+           ring_.stats().completed - messages_received_ + messages_sent_ < ring_.stats().submitted) {
         const int result = ring_.enter(true, -1);
         if (result < 0 && result != -ETIME && result != -EINTR && result != -EBUSY && result != -EAGAIN) {
             drained = false;  // a ring that may still hold requests is closed, never handed on

@@ -169,6 +169,8 @@ private:
     bool message_pending_ = false;       // send_message waits for its NOP's CQE
     int message_result_ = 0;             // that CQE's res: 0, or -ECANCELED if the message failed
     std::uint64_t messages_ = 0, stale_messages_ = 0;
+    std::uint64_t messages_received_ = 0;  // every message CQE, current or stale
+    std::uint64_t messages_sent_ = 0;      // MSG_RING SQEs that succeeded, so posted no CQE here
     unsigned forks_;                     // forks seen when it was made
 };
 
