@@ -1,12 +1,12 @@
 // L11_msg_ring_bench.cpp — make bench, lesson 11: a cross-thread Event round trip, eventfd wakes vs MSG_RING wakes.
 //
-//   event_pingpong_uring      two threads, each a FiberManager and a "uring"
+//   msg_ring_pingpong_uring      two threads, each a FiberManager and a "uring"
 //                             Waiter, bounce an Event set back and forth: a
 //                             fiber of each waits on its own thread's Event
 //                             and sets the other's; ns per round trip (two
 //                             cross-thread sets, each an eventfd write that
 //                             fires the owner's POLL_ADD)
-//   event_pingpong_msg        the same on "uring-msg": each set is an
+//   msg_ring_pingpong_msg        the same on "uring-msg": each set is an
 //                             IORING_OP_MSG_RING message into the owner's ring
 // The two rungs take turns within each repetition (the first rotating); the
 // msg row's ratio to the uring row is the median of the per-repetition ratios.
@@ -32,12 +32,12 @@ struct Rung {
     const char* backend;
     const char* row;
 };
-constexpr Rung kRungs[] = {{"uring", "event_pingpong_uring"}, {"uring-msg", "event_pingpong_msg"}};
+constexpr Rung kRungs[] = {{"uring", "msg_ring_pingpong_uring"}, {"uring-msg", "msg_ring_pingpong_msg"}};
 constexpr std::size_t kRungCount = sizeof kRungs / sizeof kRungs[0];
 
 // `warm_up` untimed round trips, then `count` timed ones: ns per round trip.
 // The Poller's name goes to `poller` (a rung the kernel refused says so).
-double event_pingpong(const char* backend, long warm_up, long count, std::string& poller) {
+double cross_thread_pingpong(const char* backend, long warm_up, long count, std::string& poller) {
     fib::FiberManager manager;
     fib::Waiter waiter(backend);
     poller = waiter.poller().name();
@@ -78,7 +78,7 @@ void msg_ring_costs(std::vector<Figure>& figures) {
         double trip_ns[kRungCount];
         for (std::size_t turn = 0; turn < kRungCount; ++turn) {
             const std::size_t rung = (turn + static_cast<std::size_t>(repetition)) % kRungCount;
-            trip_ns[rung] = event_pingpong(kRungs[rung].backend, count / 10 + 1, count, poller[rung]);
+            trip_ns[rung] = cross_thread_pingpong(kRungs[rung].backend, count / 10 + 1, count, poller[rung]);
             ns[rung].push_back(trip_ns[rung]);
         }
         ratios.push_back(trip_ns[1] / trip_ns[0]);
