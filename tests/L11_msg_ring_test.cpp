@@ -1,6 +1,7 @@
 // L11_msg_ring_test.cpp — lesson 11: the uring-msg rung: cross-thread Event sets as ring messages, none lost, none stale.
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -143,4 +144,34 @@ TEST(L11_MsgRing, ASetterThreadWithNoRingStillWakesThroughTheEventfd) {
     setter.join();
     EXPECT_EQ(woken, kSets);
     EXPECT_EQ(l11_uring::ring_of(waiter)->messages(), 0u);
+}
+
+// A message that cannot go falls back to the eventfd. Here the owner's thread has ended (its
+// ring closed with it) and the ring's fd number now holds an eventfd: the MSG_RING fails
+// (EBADFD), and the set must reach the Event's eventfd, or it would be lost for a waiter that
+// watches fd() itself.
+TEST(L11_MsgRing, AMessageThatFailsFallsBackToTheEventfdWrite) {
+    std::unique_ptr<fib::Event> event;
+    int ring_number = -1;
+    bool recorded = false;
+    std::thread owner([&] {
+        fib::FiberManager manager;
+        fib::Waiter waiter("uring-msg");
+        if (!l11_uring::ring_of(waiter) || !l11_uring::ring_of(waiter)->options().msg_ring) return;
+        ring_number = l11_uring::ring_of(waiter)->ring().fd();
+        event = std::make_unique<fib::Event>();
+        fib::Fiber([&] { recorded = fib::wait_any({*event}, 0ms).timed_out(); }).join();
+    });
+    owner.join();
+    if (!event) GTEST_SKIP() << "no io_uring with IORING_OP_MSG_RING here";
+    ASSERT_TRUE(recorded);
+    fib::FiberManager manager;
+    const int squatter = ::eventfd(0, EFD_CLOEXEC);
+    ASSERT_EQ(squatter, ring_number) << "the ring's fd number was not free for the squatter";
+    fib::Waiter waiter("uring-msg");
+    event->set();
+    pollfd readable{event->fd(), POLLIN, 0};
+    EXPECT_EQ(::poll(&readable, 1, 0), 1) << "the failed message's set did not reach the eventfd";
+    EXPECT_TRUE(event->try_wait());
+    ::close(squatter);
 }

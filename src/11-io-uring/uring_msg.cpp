@@ -10,10 +10,10 @@
 //   sender thread                              owner thread
 //   signaled_ = true (release)
 //   MSG_RING(owner ring, "fd, life") -+ link
-//   NOP (user_data kMessageSent)  <---+        enter wakes: CQE "fd, life"
-//   enter, waits for the NOP's CQE             life current and fd watched:
-//     0: delivered                               PollEvent{fd, POLLIN}
-//     -ECANCELED: MSG_RING failed:               -> the Waiter wakes the Event's fiber
+//   NOP                           <---+        enter wakes: CQE "fd, life"
+//   enter, waits for the one CQE of the two    life current and fd watched:
+//     NOP's 0: delivered                         PollEvent{fd, POLLIN}
+//     MSG_RING's -errno: failed:                 -> the Waiter wakes the Event's fiber
 //     write the eventfd instead                  stale: dropped, counted
 #include <poll.h>
 
@@ -69,15 +69,18 @@ std::uint64_t UringPoller::message_target(int fd) {
 // right after set() returns (a cluster thread parks in its Waiter's enter),
 // and a failed message with no eventfd write behind it would be a lost wake.
 // With IOSQE_CQE_SKIP_SUCCESS a delivered MSG_RING posts nothing to the
-// sender, so the send is linked (IOSQE_IO_LINK) to a NOP, whose CQE always
-// comes: res 0 when the message was delivered, -ECANCELED when the MSG_RING
-// failed (the link is broken; the MSG_RING's own failure CQE is ignored).
-// One enter submits both and waits for a completion; it loops, reaping,
-// until the NOP's CQE is in. Both SQEs must go in one enter (a link cut at
-// the end of a submission would let the NOP succeed alone), so SQEs the
-// fibers filled before are submitted first if the SQ has no room for two.
-// Not from inside reap() (an on_cqe hook): entering there hands out the CQEs
-// being read twice; then it reports failure and the caller writes the eventfd.
+// sender, so the send is linked (IOSQE_IO_LINK) to a NOP. Exactly one of the
+// two posts a CQE, both with user_data kMessageSent: the NOP's res 0 when
+// the message was delivered; or, when the MSG_RING failed, its own CQE with
+// -errno, and then the kernel skips the CQEs of the rest of the link too
+// (a failed SKIP_SUCCESS request sets REQ_F_SKIP_LINK_CQES: waiting for the
+// NOP's -ECANCELED would wait for ever, as the fallback test showed). One
+// enter submits both and waits for a completion; it loops, reaping, until
+// that CQE is in. Both SQEs must go in one enter (a link cut at the end of a
+// submission would let the NOP succeed alone), so SQEs the fibers filled
+// before are submitted first if the SQ has no room for two. Not from inside
+// reap() (an on_cqe hook): entering there hands out the CQEs being read
+// twice; then it reports failure and the caller writes the eventfd.
 bool UringPoller::send_message(std::uint64_t target, int fd) {
     if (reaping_) return false;
     check_owner();
@@ -93,7 +96,7 @@ bool UringPoller::send_message(std::uint64_t target, int fd) {
     message->len = POLLIN;  // the owner's CQE res: what a fired POLL_ADD would say
     message->off = message_data(fd, life);
     message->flags = IOSQE_CQE_SKIP_SUCCESS | IOSQE_IO_LINK;
-    message->user_data = 0;
+    message->user_data = kMessageSent;  // posted only if it fails
     sent->opcode = IORING_OP_NOP;
     sent->user_data = kMessageSent;
     message_pending_ = true;
@@ -117,7 +120,7 @@ bool UringPoller::send_message(std::uint64_t target, int fd) {
 // sender's ring: the NOP that ends a send (above).
 void UringPoller::on_message(const io_uring_cqe& cqe) {
     if (cqe.user_data == kMessageSent) {
-        if (cqe.res == 0) ++messages_sent_;
+        ++messages_sent_;  // two SQEs, this one CQE
         if (message_pending_) message_result_ = cqe.res;
         message_pending_ = false;
         return;

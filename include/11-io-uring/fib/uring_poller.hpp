@@ -166,11 +166,11 @@ private:
     std::vector<PollEvent> pending_;     // polls that fired, for the next wait()
     std::size_t in_flight_ = 0;
     bool reaping_ = false;               // inside reap(): send_message must not enter
-    bool message_pending_ = false;       // send_message waits for its NOP's CQE
-    int message_result_ = 0;             // that CQE's res: 0, or -ECANCELED if the message failed
+    bool message_pending_ = false;       // send_message waits for its CQE
+    int message_result_ = 0;             // that CQE's res: 0, or the MSG_RING's -errno
     std::uint64_t messages_ = 0, stale_messages_ = 0;
     std::uint64_t messages_received_ = 0;  // every message CQE, current or stale
-    std::uint64_t messages_sent_ = 0;      // MSG_RING SQEs that succeeded, so posted no CQE here
+    std::uint64_t messages_sent_ = 0;      // sends: two SQEs each (MSG_RING, NOP), one CQE
     unsigned forks_;                     // forks seen when it was made
 };
 
