@@ -103,16 +103,19 @@ void Event::attach(ParkToken waiting) {
 }
 
 // On the owner's thread, at each wait: where messages must go now. It
-// changes only when the thread gets a new Waiter (a new life for the fd)
-// or the Event's first wait; then a store and a load, both seq_cst, pair
-// with the sender's (set_through_ring): either the sender reads the new
-// target, or this load (and so the try_wait after it) sees its flag.
+// changes only at the Event's first wait or when the thread got a new Waiter
+// (a new life for the fd: a message to the old target is dropped as stale).
+// Then a store and a load, both seq_cst, pair with the sender's
+// (set_through_ring): either the sender reads the new target, or this load
+// sees its flag. Seen here, the flag may belong to a message that will be
+// dropped, and wait_any parks without looking again: so the owner writes its
+// own eventfd, which the Waiter watches; try_wait takes both as one set.
 void Event::record_ring_target() {
     UringPoller* ring = io::ring::of_this_thread();
     const std::uint64_t target = ring ? ring->message_target(eventfd_.get()) : 0;
     if (ring_target_.load(std::memory_order_relaxed) == target) return;
     ring_target_.store(target, std::memory_order_seq_cst);
-    (void)signaled_.load(std::memory_order_seq_cst);
+    if (signaled_.load(std::memory_order_seq_cst)) set_through_eventfd();
 }
 
 // Another thread's set(), when that thread has a ring with operations and
