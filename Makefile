@@ -22,7 +22,7 @@ endif
 .DEFAULT_GOAL := all
 
 # ---- The lessons ----------------------------------------------------------------------------
-LESSONS := 1 2 3 4 5 6 7 8 9 10 11
+LESSONS := 1 2 3 4 5 6 7 8 9 10 11 12
 DIR_1 := 01-context-switch
 DIR_2 := 02-fibers
 DIR_3 := 03-condvar
@@ -34,6 +34,7 @@ DIR_8 := 08-offload
 DIR_9 := 09-cluster
 DIR_10 := 10-coroutines
 DIR_11 := 11-io-uring
+DIR_12 := 12-structured-concurrency
 
 # What a lesson adds beyond its library folders: its demo, the sources its tests
 # need besides tests/LNN_*_test.cpp, and its programs. A program belongs to the
@@ -132,6 +133,9 @@ SOURCES_11_completion_echo  := $(L11)/completion_echo.cpp $(SERVER_6) $(L6)/stop
 # refuses io_uring (a seccomp filter, scripts/without-io-uring.py): on the epoll fallback.
 TWICE_11     := L04_*:L05_*:L06_*:L11_*
 TWICE_ENV_11 := scripts/without-io-uring.py
+
+L12     := lessons/$(DIR_12)
+DEMO_12 := $(L12)/main.cpp
 
 # Benchmarks: tests/bench/bench_main.cpp and the rows of lessons 1..N (tests/bench/LNN_*),
 # plus what a lesson's rows need.
