@@ -264,6 +264,20 @@ TEST(L12_Scope, ASiblingsCancelledIsNotReportedAsAFailure) {
     EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
 }
 
+// Asked to stop, with no failure: a child's Cancelled is its answer, and scope() returns.
+TEST(L12_Scope, ACancelledScopeWhoseChildEndsWithCancelledReturnsWithoutThrowing) {
+    fib::FiberManager manager;
+    fib::CondVar never_notified;
+    bool cancelled = false;
+    EXPECT_NO_THROW(fib::scope([&](fib::Scope& scope) {
+        scope.spawn([&] { never_notified.wait(); });  // throws Cancelled
+        fib::this_fiber::yield();
+        scope.cancel();
+        cancelled = scope.cancelled();
+    }));
+    EXPECT_TRUE(cancelled);
+}
+
 TEST(L12_Scope, AChildSpawnedIntoACancelledScopeStartsCancelled) {
     fib::FiberManager manager;
     fib::Waiter waiter;
