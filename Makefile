@@ -135,7 +135,7 @@ TWICE_11     := L04_*:L05_*:L06_*:L11_*
 TWICE_ENV_11 := scripts/without-io-uring.py
 
 L12     := lessons/$(DIR_12)
-DEMO_12 := $(L12)/main.cpp
+DEMO_12 := $(L12)/main.cpp $(L12)/critics.cpp
 
 # Benchmarks: tests/bench/bench_main.cpp and the rows of lessons 1..N (tests/bench/LNN_*),
 # plus what a lesson's rows need.
