@@ -25,8 +25,16 @@
 //                             every `yield_every` iterations
 //   Work::kOffloaded          the same loop, run by fib::offload
 //
-// The waits' timeouts are whole milliseconds (TimerHeap::timeout_ms rounds
-// up), so even the baseline's wakes are up to about a millisecond late.
+// What the numbers show. About one wake in 20 of each ticker's follows a
+// disturbance (20 ms of it every 40 ms, a tick every 1 ms), so a run's p99
+// shows it and its p50 does not. The Waiter's timeouts are whole
+// milliseconds (TimerHeap::timeout_ms rounds up): a ticker that sleeps 1 ms
+// from a wake is on time, but when something else wakes the thread between
+// two ticks (an offloaded result's eventfd), the rest of the wait is rounded
+// up to a whole millisecond, and the tickers wake up to that much late. And a
+// thread that computes (kNoYield, kYieldEvery) is the one the kernel takes
+// its core from when the machine is busy, for a time slice of milliseconds;
+// yielding among fibers does nothing about that.
 //
 // Every function here runs on the calling thread's FiberManager and Waiter,
 // which must exist (create them in main, as every program of the course

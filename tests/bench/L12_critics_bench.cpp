@@ -10,13 +10,19 @@
 //   pinning_read_*            it blocks in ::read of a pipe that a helper thread
 //                             answers after 20 ms: the thread sleeps in the kernel
 //   pinning_usleep_*          it blocks in ::usleep(20 ms)
-//   pinning_read_offload_*    its read runs on a pool's worker (fib::offload)
+//   pinning_read_offload_*    its read runs on a pool's worker (fib::offload);
+//                             the result's wake-up between two ticks costs the
+//                             tickers up to 1 ms (the Waiter's timeouts are
+//                             whole milliseconds, see critics.hpp)
 //
 //   starvation_none_*         it sleeps for as long as the work takes: the baseline
 //   starvation_spin_*         it runs 20 ms of a tight loop without yielding
 //   starvation_spin_yield_*   the same loop, with fib::this_fiber::yield() every
-//                             50 us of it (N iterations: see the yield_cost row)
-//   starvation_spin_offload_* the loop runs on a pool's worker (fib::offload)
+//                             50 us of it (N iterations: see the yield_cost row);
+//                             its p99 and max are the kernel's time slices when
+//                             other processes want the core
+//   starvation_spin_offload_* the loop runs on a pool's worker (fib::offload),
+//                             which needs a core of its own
 //   starvation_spin_burst     the wall time of one burst without yields, us: 20 ms
 //                             of work on a core of its own, more on a shared one
 //   starvation_yield_cost     ns from a yield() to the loop running again (the
