@@ -136,13 +136,14 @@ TWICE_ENV_11 := scripts/without-io-uring.py
 
 L12     := lessons/$(DIR_12)
 SCOPED_12 := $(L12)/scoped_server.cpp
-DEMO_12 := $(L12)/main.cpp $(SCOPED_12)
+DEMO_12 := $(L12)/main.cpp $(SCOPED_12) $(L12)/critics.cpp
 TESTS_12 := $(SCOPED_12)
 
 # Benchmarks: tests/bench/bench_main.cpp and the rows of lessons 1..N (tests/bench/LNN_*),
 # plus what a lesson's rows need.
 BENCH_EXTRA_4 := $(ECHO_4)
 BENCH_EXTRA_10 := $(CO_ECHO_10)
+BENCH_EXTRA_12 := $(L12)/critics.cpp
 
 LAST_LESSON := $(lastword $(LESSONS))
 
