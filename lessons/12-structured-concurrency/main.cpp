@@ -3,7 +3,9 @@
 // Part 1 opens a scope with three children; one fails, and the scope cancels
 // the other two wherever they wait, then rethrows the failure. Part 2 nests
 // deadlines and closes a cancelled connection politely under a shield. Part 3
-// is a server as a scope of its connections, stopped by one cancel.
+// is a server as a scope of its connections, stopped by one cancel. Parts 4
+// and 5 measure two critics of fibers (critics.hpp): a system call that blocks
+// the thread, and a loop that never yields, stall every other fiber.
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -18,6 +20,7 @@
 #include "fib/io.hpp"
 #include "fib/scope.hpp"
 #include "fib/tcp.hpp"
+#include "critics.hpp"
 #include "fib/waiter.hpp"
 #include "scoped_server.hpp"
 
@@ -123,5 +126,7 @@ int main() {
     part1_first_exception();
     part2_deadlines();
     part3_server();
+    critics::demo_pinning();
+    critics::demo_starvation();
     return 0;
 }
