@@ -1,7 +1,7 @@
 // L12_stack_test.cpp — lesson 12: stack_high_water() says how deep a fiber wrote its stack: small for
-// a trivial fiber, past a big frame for one that called it, right again for a fiber that gets a
-// pooled stack after a deep one, never above the reserved size; and an overflow still stops at
-// the guard.
+// a trivial fiber, past a big frame for one that called it, right again (in a StackHighWaterScope)
+// for a fiber that gets a pooled stack after a deep one, never above the reserved size; and an
+// overflow still stops at the guard.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -55,6 +55,7 @@ TEST(L12_StackHighWater, GrowsPastABigFrameAndStaysThereAfterItReturns) {
 // The pitfall: a pooled stack still holds what its last fiber wrote, unless the pool erased it.
 TEST(L12_StackHighWater, IsRightForAFiberThatGetsThePooledStackOfADeepOne) {
     fib::FiberManager manager;
+    const fib::StackHighWaterScope measured;
     const void* deep_bottom = nullptr;
     const void* trivial_bottom = nullptr;
     const std::size_t deep = high_water_of_a_fiber([] { high_water_inside_a_big_frame(); }, &deep_bottom);
@@ -87,6 +88,18 @@ TEST(L12_StackHighWater, CountsFromTheDeepestNonZeroWordSoZerosBelowItAreNotCoun
     EXPECT_EQ(fib::stack_high_water(stack), 8u);
     top[-5001] = 1;  // in the word that starts 5008 bytes below top()
     EXPECT_EQ(fib::stack_high_water(stack), 5008u);
+}
+
+// Outside a scope the pool hands the stack out as it was: the figure is then an upper bound.
+TEST(L12_StackHighWater, OutsideAScopeAReusedStackCountsWhatItsEarlierFiberWrote) {
+    fib::FiberManager manager;
+    high_water_of_a_fiber([] { high_water_inside_a_big_frame(); });
+    EXPECT_GT(high_water_of_a_fiber([] {}), kBigFrame);
+    {
+        const fib::StackHighWaterScope measured;
+        EXPECT_LT(high_water_of_a_fiber([] {}), 4096u);
+    }
+    EXPECT_FALSE(fib::StackHighWaterScope::active());
 }
 
 TEST(L12_StackHighWater, IsZeroForTheMainFiberAndAnEmptyStack) {

@@ -12,6 +12,8 @@
 namespace fib {
 namespace {
 
+thread_local unsigned high_water_scopes = 0;  // StackHighWaterScopes living on this thread
+
 // The scan reads the whole stack, the frames below a running fiber's rsp
 // included, where AddressSanitizer keeps red zones poisoned: it must not check
 // these reads.
@@ -78,6 +80,10 @@ std::size_t stack_high_water() {
 }
 
 }  // namespace this_fiber
+
+StackHighWaterScope::StackHighWaterScope() { ++high_water_scopes; }
+StackHighWaterScope::~StackHighWaterScope() { --high_water_scopes; }
+bool StackHighWaterScope::active() { return high_water_scopes != 0; }
 
 std::size_t erase_stack_use(const Stack& stack) {
     if (!stack) return 0;

@@ -1,9 +1,9 @@
 // stack_pool.cpp — lesson 12: lesson 2's stack pool, which hands out stacks that read as zeros.
 //
-// Replaces lesson 2's stack_pool.cpp from stage 12 on: give_back() erases
-// what the finished fiber wrote (erase_stack_use), so that the next fiber's
-// stack_high_water() counts only its own use (stack_high_water.hpp says why
-// and what it costs).
+// Replaces lesson 2's stack_pool.cpp from stage 12 on: inside a
+// StackHighWaterScope, take() erases what a pooled stack's earlier fibers
+// wrote (erase_stack_use), so that the next fiber's stack_high_water() counts
+// only its own use (stack_high_water.hpp says why, and why only there).
 #include "fib/stack_pool.hpp"
 
 #include <sanitizer/asan_interface.h>
@@ -20,6 +20,8 @@ Stack StackPool::take(std::size_t size) {
         Stack stack = std::move(free_.back());
         free_.pop_back();
         if (trimmed_ > free_.size()) trimmed_ = free_.size();
+        // Measured, its fiber starts from zeros, as on a fresh mapping.
+        if (StackHighWaterScope::active()) erase_stack_use(stack);
         return stack;
     }
     ++created_;
@@ -32,8 +34,6 @@ void StackPool::give_back(Stack stack) {
     // still hold their red zones as poisoned. Clear them before reuse (no-op
     // without ASan).
     ASAN_UNPOISON_MEMORY_REGION(stack.bottom(), stack.size());
-    // Its next fiber starts from zeros, as on a fresh mapping.
-    erase_stack_use(stack);
     free_.push_back(std::move(stack));
     // The coldest stack beyond the warm ones gives its pages back, once.
     while (free_.size() - trimmed_ > kWarm) {

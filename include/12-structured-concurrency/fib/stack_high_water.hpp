@@ -20,12 +20,19 @@
 //
 // The pitfall is the stack pool: a stack handed back by a finished fiber still
 // holds what that fiber wrote, so the next fiber on it would be measured as
-// deep as the deepest of its predecessors. Lesson 12's pool therefore zeroes,
-// as it takes a stack back, every byte from that stack's deepest non-zero word
-// up to its top (erase_stack_use below): what a fiber leaves behind is exactly
-// what it used, and the pool hands out stacks that read as zeros again. The
-// cost is paid once per finished fiber, in proportion to what it used: one
-// mincore() call, a scan of its resident pages, a memset of the used part.
+// deep as the deepest of its predecessors. So while a StackHighWaterScope
+// lives on a thread, the pool erases a pooled stack as it hands it out
+// (erase_stack_use: zeroes from its deepest non-zero word up to its top), and
+// each fiber spawned there starts on zeros, as on a fresh mapping.
+//
+// Why only inside a scope: erasing costs one mincore() call, a scan of the
+// resident pages and a memset of the used part per spawn. The mincore() call
+// alone is ~0.9 us on the course's VM, and spawn_join went from ~0.2 us to
+// ~1.6 us when the pool erased every stack (make bench-lesson12
+// SECTIONS="manager memory": spawn_join_measured next to spawn_join). A pattern
+// fill, as folly's, would cost more: it writes every page, so each stack would
+// be 64 KiB of memory instead of the few pages it touches. Measuring is for a
+// test, a bench or a debugging run, as folly's recordStackEvery samples.
 //
 // What the figure means, exactly: the distance from the deepest non-zero word
 // of the stack to its top(), in bytes, a multiple of 8. Its errors are all
@@ -36,7 +43,9 @@
 // - space a frame reserved but never wrote (an array left uninitialised) does
 //   not count either: this is bytes written, not how far rsp went;
 // - a page swapped out is not resident, and is taken for untouched.
-// It never exceeds the stack's size(). A fiber that overflows its stack never
+// Outside a scope, on a stack the pool handed out again, the figure is an upper
+// bound: the deepest any of that stack's fibers wrote. It never exceeds the
+// stack's size(). A fiber that overflows its stack never
 // gets here: the guard below it stops the program (overflow_guard.hpp).
 #pragma once
 
@@ -66,9 +75,23 @@ namespace this_fiber {
 std::size_t stack_high_water();
 }  // namespace this_fiber
 
-// For the stack pool, once the stack's fiber has ended: zeroes every byte from
-// the deepest non-zero word up to top(), so that the stack reads as zeros again.
-// Returns the high-water mark it erased.
+// While one lives on a thread, the stack pools of that thread hand out stacks
+// that read as zeros, so that stack_high_water() of every fiber spawned there
+// is exact. Scopes nest; each lives on the thread that made it.
+class StackHighWaterScope {
+public:
+    StackHighWaterScope();
+    ~StackHighWaterScope();
+    StackHighWaterScope(const StackHighWaterScope&) = delete;
+    StackHighWaterScope& operator=(const StackHighWaterScope&) = delete;
+
+    // Whether one lives on the calling thread: the pool asks before it hands out a stack.
+    static bool active();
+};
+
+// For the stack pool, before a pooled stack's next fiber: zeroes every byte
+// from the deepest non-zero word up to top(), so that the stack reads as zeros
+// again. Returns the high-water mark it erased.
 std::size_t erase_stack_use(const Stack& stack);
 
 }  // namespace fib
