@@ -141,6 +141,7 @@ DEMO_12 := $(L12)/main.cpp
 # plus what a lesson's rows need.
 BENCH_EXTRA_4 := $(ECHO_4)
 BENCH_EXTRA_10 := $(CO_ECHO_10)
+BENCH_EXTRA_12 := $(CHAT_6)
 
 LAST_LESSON := $(lastword $(LESSONS))
 

@@ -25,14 +25,15 @@
 // (erase_stack_use: zeroes from its deepest non-zero word up to its top), and
 // each fiber spawned there starts on zeros, as on a fresh mapping.
 //
-// Why only inside a scope: erasing costs one mincore() call, a scan of the
-// resident pages and a memset of the used part per spawn. The mincore() call
-// alone is ~0.9 us on the course's VM, and spawn_join went from ~0.2 us to
-// ~1.6 us when the pool erased every stack (make bench-lesson12
-// SECTIONS="manager memory": spawn_join_measured next to spawn_join). A pattern
-// fill, as folly's, would cost more: it writes every page, so each stack would
-// be 64 KiB of memory instead of the few pages it touches. Measuring is for a
-// test, a bench or a debugging run, as folly's recordStackEvery samples.
+// Why only inside a scope: erasing costs, per spawn, one mincore() call, a
+// scan of the resident pages and a memset of the used part. The mincore()
+// call alone takes ~0.9 us on the course's 2-core VM, where a whole spawn_join
+// takes ~0.15 us: inside a scope spawn_join is 4.7x to 8x slower
+// (make bench-lesson12 SECTIONS=memory: spawn_join_measured against
+// spawn_join_plain in the same run). A pattern fill, as folly's, costs more:
+// it writes every page, so each stack would cost 64 KiB of memory instead of
+// the one or two pages it touches. Measuring is for a test, a bench or a
+// debugging run, as folly's recordStackEvery samples only some fibers.
 //
 // What the figure means, exactly: the distance from the deepest non-zero word
 // of the stack to its top(), in bytes, a multiple of 8. Its errors are all
