@@ -14,18 +14,11 @@ namespace {
 
 thread_local unsigned high_water_scopes = 0;  // StackHighWaterScopes living on this thread
 
-// The scan reads the whole stack, the frames below a running fiber's rsp
-// included, where AddressSanitizer keeps red zones poisoned: it must not check
-// these reads.
-#if defined(__SANITIZE_ADDRESS__)
-#define FIB_NO_ASAN __attribute__((no_sanitize("address")))
-#else
-#define FIB_NO_ASAN
-#endif
-
 // The first non-zero word of one page, or nullptr. Eight words (a cache line)
 // at a time: or-ing them is one test per line on the usual all-zero page.
-FIB_NO_ASAN const std::uint64_t* first_written_word(const char* page_start, std::size_t page) {
+// The scan reads below a running fiber's rsp too, where AddressSanitizer keeps
+// red zones poisoned: it must not check these reads (make SAN=1).
+__attribute__((no_sanitize("address"))) const std::uint64_t* first_written_word(const char* page_start, std::size_t page) {
     const auto* word = reinterpret_cast<const std::uint64_t*>(page_start);
     const auto* end = word + page / sizeof *word;
     for (; word < end; word += 8) {

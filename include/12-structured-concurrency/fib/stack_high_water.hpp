@@ -36,18 +36,19 @@
 // debugging run, as folly's recordStackEvery samples only some fibers.
 //
 // What the figure means, exactly: the distance from the deepest non-zero word
-// of the stack to its top(), in bytes, a multiple of 8. Its errors are all
-// below the truth, never above:
+// of the stack to its top(), in bytes, a multiple of 8. For a fiber whose
+// stack started as zeros (spawned inside a scope, or on a stack fresh from
+// mmap) its errors are all below the truth, never above:
 // - a word written with zero does not count: when the deepest words a fiber
 //   wrote were zeros (a zeroed buffer, a null pointer spilled), the figure
 //   stops at the deepest non-zero word above them;
 // - space a frame reserved but never wrote (an array left uninitialised) does
 //   not count either: this is bytes written, not how far rsp went;
 // - a page swapped out is not resident, and is taken for untouched.
-// Outside a scope, on a stack the pool handed out again, the figure is an upper
-// bound: the deepest any of that stack's fibers wrote. It never exceeds the
-// stack's size(). A fiber that overflows its stack never
-// gets here: the guard below it stops the program (overflow_guard.hpp).
+// Outside a scope, on a stack the pool handed out again, the figure is an
+// upper bound instead: the deepest any of that stack's fibers wrote. Either
+// way it never exceeds the stack's size(): a fiber that writes below its
+// stack hits the guard, which stops the program (overflow_guard.hpp).
 #pragma once
 
 #include <cstddef>
@@ -58,8 +59,8 @@
 namespace fib {
 
 // Bytes of `stack` from its deepest non-zero word up to top(); 0 for an empty
-// Stack. Safe to call from the fiber that runs on the stack (its own frames
-// are then counted) or from another, at any time.
+// Stack. Call it from the thread whose fibers use the stack: from the fiber
+// that runs on it (its own frames are then counted) or from another.
 std::size_t stack_high_water(const Stack& stack);
 
 // The same for a fiber's own stack; 0 for the main fiber, which runs on the
@@ -78,7 +79,8 @@ std::size_t stack_high_water();
 
 // While one lives on a thread, the stack pools of that thread hand out stacks
 // that read as zeros, so that stack_high_water() of every fiber spawned there
-// is exact. Scopes nest; each lives on the thread that made it.
+// has only the errors above. A fiber spawned before the scope keeps the stack
+// it got. Scopes nest; each lives and dies on the thread that made it.
 class StackHighWaterScope {
 public:
     StackHighWaterScope();
