@@ -143,7 +143,7 @@ TESTS_12 := $(SCOPED_12)
 # plus what a lesson's rows need.
 BENCH_EXTRA_4 := $(ECHO_4)
 BENCH_EXTRA_10 := $(CO_ECHO_10)
-BENCH_EXTRA_12 := $(L12)/critics.cpp
+BENCH_EXTRA_12 := $(L12)/critics.cpp $(CHAT_6)
 
 LAST_LESSON := $(lastword $(LESSONS))
 

@@ -42,8 +42,11 @@ def check_demo(checker, sections):
     checker.expect("info fibers lists main parked in join, waiting for the producer",
                    re.search(r"^\s+0\s+main\s+parked\s+join, waiting for fiber 1 \(producer\)\s+the "
                              r"thread's own$", listing, re.M), listing)
-    checker.expect("info fibers lists the producer ready, with its stack",
-                   re.search(r"^\s+1\s+producer\s+ready\s+0x[0-9a-f]+-0x[0-9a-f]+$", listing, re.M), listing)
+    producer = re.search(r"^\s+1\s+producer\s+ready\s+0x[0-9a-f]+-0x[0-9a-f]+, (\d+\.\d)/64 KiB used$",
+                         listing, re.M)
+    checker.expect("info fibers lists the producer ready, with its stack", producer, listing)
+    checker.expect("info fibers says how much of the producer's stack was written: some, not all",
+                   producer and 0 < float(producer.group(1)) < 64, listing)
     checker.expect("info fibers marks the consumer running",
                    re.search(r"^\s+\*\s+2\s+consumer\s+running\s", listing, re.M), listing)
     checker.clean_backtrace("fiber bt 1: the producer from switch_to through produce to the trampoline",

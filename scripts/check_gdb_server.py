@@ -29,6 +29,8 @@ CLIENTS = 2
 # fiber 2 (at the acceptor's first wait), then one per client in the order they connect.
 FIRST_CLIENT_ID = 3
 WAIT_SITE = r"Waiter::wait \(read\)"
+# A fiber's stack in `info fibers`: where it is, and how much of it was written.
+STACK_USED = r"0x[0-9a-f]+-0x[0-9a-f]+, \d+\.\d/64 KiB used"
 # The two languages the commands run in: gdb's default, then one set by hand.
 LANGUAGES = [("language auto", None), ("language c", "c")]
 
@@ -117,13 +119,12 @@ def check(checker, sections, pid, names):
                        re.search(rf"^manager 0x[0-9a-f]+ on thread \d+ \(LWP {pid}\), {3 + CLIENTS} "
                                  r"fibers:$", listing, re.M)
                        and re.search(rf"^\s+0\s+main\s+parked\s+{WAIT_SITE}\s+the thread's own$", listing, re.M)
-                       and re.search(rf"^\s+1\s+acceptor\s+parked\s+{WAIT_SITE}\s+0x[0-9a-f]+-0x[0-9a-f]+$",
-                                     listing, re.M)
+                       and re.search(rf"^\s+1\s+acceptor\s+parked\s+{WAIT_SITE}\s+{STACK_USED}$", listing, re.M)
                        and re.search(r"^\s+\*\s+2\s+waiter\s+running\s", listing, re.M), listing)
         checker.expect(f"{where}: info fibers lists each client, by its address, parked in "
                        "Waiter::wait (read)",
                        all(re.search(rf"^\s+{FIRST_CLIENT_ID + n}\s+{re.escape(name)}\s+parked\s+"
-                                     rf"{WAIT_SITE}\s+0x[0-9a-f]+-0x[0-9a-f]+$", listing, re.M)
+                                     rf"{WAIT_SITE}\s+{STACK_USED}$", listing, re.M)
                            for n, name in enumerate(names)), listing)
         second = FIRST_CLIENT_ID + 1
         checker.clean_backtrace(f"{where}: fiber bt {second}: the client, from switch_to through "

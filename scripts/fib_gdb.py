@@ -8,7 +8,7 @@
 # reads any stage's FiberManager and FiberRecord.
 #
 #   info fibers          every fiber of every manager: id, name, state, what it
-#                        waits for, its stack
+#                        waits for, its stack and how much of it was written
 #   fiber bt [T.]ID      the backtrace of a fiber that is not running, unwound
 #                        from the context it saved when it switched away
 #   fiber [T.]ID         gdb's view of thread T (the manager's) continues into
@@ -125,7 +125,29 @@ def stack_of(fiber):
     if not bottom:
         return "the thread's own"
     size = int(fiber["stack"]["size_"])
-    return f"{bottom:#x}-{bottom + size:#x}"
+    used = high_water(bottom, size)
+    return f"{bottom:#x}-{bottom + size:#x}, {used / 1024:.1f}/{size / 1024:.0f} KiB used"
+
+
+# How much of a stack was written: the bytes from its deepest non-zero 8-byte word up to its
+# top, the record and the callable at the top included. A fresh stack reads as zeros, so this
+# is how deep the fiber wrote, short by whatever it wrote as zeros at its deepest point. A stack
+# the pool handed out again still holds what its earlier fibers wrote, unless the pool erased
+# it: then this is the deepest any of them went. It is read page by page from the bottom,
+# through gdb, in a live process or a core file; a page gdb cannot read counts as zeros.
+def high_water(bottom, size):
+    inferior = gdb.selected_inferior()
+    page = 4096
+    for start in range(bottom, bottom + size, page):
+        try:
+            data = bytes(inferior.read_memory(start, min(page, bottom + size - start)))
+        except gdb.MemoryError:
+            continue
+        written = data.lstrip(b"\0")
+        if written:
+            deepest = start + (len(data) - len(written)) // 8 * 8
+            return bottom + size - deepest
+    return 0
 
 
 def find(spec):
@@ -251,7 +273,8 @@ def deselect(_event=None):
 
 
 class InfoFibers(gdb.Command):
-    """List every fiber of every FiberManager: id, name, state, what it waits for, stack."""
+    """List every fiber of every FiberManager: id, name, state, what it waits for, stack (and how
+    much of it was written)."""
 
     def __init__(self):
         super().__init__("info fibers", gdb.COMMAND_STACK)
