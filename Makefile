@@ -191,12 +191,19 @@ endif
 # STATIC=1: everything linked statically, in a build tree of its own (lesson 7 shows that
 # libc's TLS then lives in the executable's own segment). -u keeps glibc's per-thread
 # clean-up, which lesson 7 calls weakly, in the link.
+# FIB_STATIC=1 is defined only for the sources that test it (found here by name), so that every
+# other object, and GoogleTest's precompiled header (the dynamic build's, shared), comes out the
+# same as in the dynamic build, and ccache hands it back: CI's static run then compiles 3 files,
+# not a stage. A header must not test FIB_STATIC (what includes it would not see it).
 ifeq ($(STATIC),1)
 ifneq ($(SAN)$(TSAN),)
 $(error SAN=1 or TSAN=1 and STATIC=1 do not go together: the sanitizers need a dynamic link)
 endif
 OUT      := $(BUILD_DIR)/static
-CPPFLAGS += -DFIB_STATIC=1
+STATIC_TESTED_BY := $(shell grep -l FIB_STATIC $(wildcard src/*/*.cpp asm/*/*.S lessons/*/*.cpp tests/*.cpp))
+ifneq ($(shell grep -l FIB_STATIC $(wildcard include/*/fib/* tests/*.hpp)),)
+$(error a header tests FIB_STATIC: define it for every file (CPPFLAGS += -DFIB_STATIC=1) in the STATIC=1 part of the Makefile)
+endif
 LDFLAGS  += -static -Wl,-u,__libc_thread_freeres
 endif
 
@@ -275,7 +282,7 @@ differ = $(filter-out $(1),$(2))$(filter-out $(2),$(1))
 # $(PCH).gch for `-include $(PCH)`, or the header itself if it cannot. The flags are the build
 # kind's, taken here: a test object's own flags would reach the rule too (make hands them
 # down to prerequisites), stage paths and all.
-PCH := $(OUT)/pch/gtest_pch.hpp
+PCH := $(if $(filter 1,$(STATIC)),$(BUILD_DIR),$(OUT))/pch/gtest_pch.hpp
 PCH_FLAGS := $(filter-out -MMD -MP,$(CPPFLAGS)) $(CXXFLAGS)
 $(PCH).gch: tests/gtest_pch.hpp | gtest-check
 	@mkdir -p $(@D)
@@ -452,6 +459,7 @@ diff-lesson$(1):
 endef
 $(foreach n,$(LESSONS),$(foreach program,$(call stage_programs,$(n)),$(eval $(call PROGRAM,$(n),$(program)))))
 $(foreach n,$(LESSONS),$(eval $(call STAGE,$(n))))
+$(foreach n,$(LESSONS),$(eval $(call objects,$(n),$(STATIC_TESTED_BY)): CPPFLAGS += -DFIB_STATIC=1))
 
 # The stage's echo server, for the lessons that have one (make echo-server-lesson4).
 # The stage's slow_server under load (make bench-slow-lesson8): lesson 8.

@@ -20,3 +20,14 @@
 #else
 #define UNDER_A_SANITIZER 0
 #endif
+
+// The round count of a test that repeats a cross-thread hand-off (or makes a fiber, each a
+// TSan fiber with state of its own) many times: a tenth of it under ThreadSanitizer, where
+// such rounds cost far more, and the few such tests took half of the TSan run's time.
+// TSan reports two threads' accesses that no synchronisation orders whenever both happen,
+// not only when they collide, so every path of the hand-off is still checked hundreds of
+// times; the full count, which hunts lost wake-ups by repetition, runs in make test, make
+// SAN=1 test and make test-shuffled.
+constexpr long fewer_under_thread_sanitizer(long rounds) {
+    return UNDER_THREAD_SANITIZER ? rounds / 10 : rounds;
+}

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "L01_sanitizers.hpp"
 #include "fib/cluster.hpp"
 #include "fib/condvar.hpp"
 #include "fib/fiber.hpp"
@@ -147,11 +148,12 @@ TEST(L09_Cluster, APostToAFullThreadParksThePosterUntilAPostedFiberEnds) {
     EXPECT_EQ(most_in_flight, 2);
 }
 
-// Four threads; each sends 20,000 numbered values to every other thread through boxes of 8
-// (a sender parks often), and checks what it receives: every value, from each sender in order.
+// Four threads; each sends 20,000 numbered values (2,000 under TSan) to every other thread
+// through boxes of 8 (a sender parks often), and checks what it receives: every value, from
+// each sender in order.
 TEST(L09_Mailbox, EveryValueArrivesInOrderPerSenderBetweenFourThreadsUnderLoad) {
     constexpr std::size_t kThreads = 4;
-    constexpr long kEach = 20'000;
+    constexpr long kEach = fewer_under_thread_sanitizer(20'000);
     struct Value {
         std::size_t from;
         long number;
@@ -180,10 +182,11 @@ TEST(L09_Mailbox, EveryValueArrivesInOrderPerSenderBetweenFourThreadsUnderLoad) 
     EXPECT_EQ(send_failed.load(), 0);
 }
 
-// Boxes of one, 50,000 times there and back: each step waits for the other thread's wake.
-// A wake-up lost anywhere leaves both threads asleep, and the watchdog names this test.
+// Boxes of one, 50,000 times there and back (5,000 under TSan): each step waits for the
+// other thread's wake. A wake-up lost anywhere leaves both threads asleep, and the watchdog
+// names this test.
 TEST(L09_Mailbox, APingPongThroughBoxesOfOneLosesNoWakeUp) {
-    constexpr long kRounds = 50'000;
+    constexpr long kRounds = fewer_under_thread_sanitizer(50'000);
     fib::Cluster cluster({.threads = 2});
     Boxes<long> boxes(2);
     std::atomic<long> matched{0};

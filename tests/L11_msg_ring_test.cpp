@@ -10,6 +10,7 @@
 #include <future>
 #include <thread>
 
+#include "L01_sanitizers.hpp"
 #include "L11_uring_harness.hpp"
 #include "fib/event.hpp"
 #include "fib/fiber.hpp"
@@ -40,9 +41,10 @@ bool wait_bounded(fib::Event& event, std::chrono::milliseconds bound = 10s) {
 
 }  // namespace
 
-// Two uring-msg threads bounce 100,000 sets each way: every set wakes the other side.
+// Two uring-msg threads bounce 100,000 sets each way (10,000 under TSan): every set wakes
+// the other side.
 TEST(L11_MsgRing, AHundredThousandCrossThreadSetsPingPongedNoneLost) {
-    constexpr int kRounds = 100'000;
+    constexpr int kRounds = fewer_under_thread_sanitizer(100'000);
     fib::FiberManager manager;
     fib::Waiter waiter("uring-msg");
     SKIP_WITHOUT_MSG_RING(waiter);

@@ -24,8 +24,9 @@ struct Summary {
 
 Summary summarize(std::vector<double> values);
 
-// BENCH_SCALE in the environment multiplies every operation count (CI runs each
-// stage's rows with 0.01, to see them work; the numbers then mean little).
+// BENCH_SCALE in the environment multiplies every operation count. CI (.ci/run) runs
+// make bench with 0.1, to see every row work and print its RESULT line in a tenth of
+// the time; its times are then rougher, and the READMEs' numbers come from full runs.
 double operation_scale();
 
 // `run(operations)` does the work; the result is nanoseconds per operation,
