@@ -23,6 +23,13 @@
 // after that they read the unwind tables and write(2), and the one lock they
 // take (the loader's, in dl_iterate_phdr and dladdr) is recursive.
 //
+// The handler runs on the stack of the fiber it interrupted: a few hundred
+// bytes of its own and the unwinder's frames, well within the default 64 KiB.
+// Under ThreadSanitizer (make TSAN=1) the signal is held back until the
+// thread's next intercepted libc call or atomic operation, and the handler runs
+// from inside TSan's runtime: a loop of bare arithmetic is reported only once it
+// makes such a call, and its backtrace starts in the runtime, the spin further down.
+//
 // Which signal. SIGALRM, SIGVTALRM and SIGPROF belong to alarm(), setitimer()
 // and profilers (the test runner's watchdog is SIGALRM); SIGUSR1/2 belong to the
 // program. glibc keeps the first real-time signals, 32 and 33, for thread

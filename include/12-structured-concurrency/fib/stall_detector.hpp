@@ -21,7 +21,8 @@
 // its last wait: the wake clears waiting_for, so stage 12's park() (see
 // src/12-structured-concurrency/fiber_manager.cpp) puts it back when the
 // fiber resumes, to be read while the fiber runs; a yield since that wait is
-// not recorded (it leaves no trace in the record).
+// not recorded (it leaves no trace in the record). A yield with no other fiber
+// ready is no switch either: the spin goes on, and stays one stall.
 //
 // Off by default. FIB_STALL_MS=N in the environment gives every FiberManager
 // of the process a detector with an N ms threshold, made with the manager and
