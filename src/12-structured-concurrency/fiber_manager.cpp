@@ -2,8 +2,9 @@
 //
 // Replaces lesson 2's fiber_manager.cpp from stage 12 on, adding three lines:
 // the constructor calls StallDetector::manager_created(), the destructor
-// StallDetector::manager_ending() (stall_detector.hpp), and park() puts the
-// fiber's WaitSite back in waiting_for once it resumes.
+// StallDetector::manager_ending() (stall_detector.hpp), and wake() keeps the
+// ending wait's name in the record's last_wait (fiber_record.hpp, stage 12's)
+// before it clears waiting_for.
 //
 // Why a replacement. FIB_STALL_MS must reach every manager of the process,
 // so something must run as each manager is made and destroyed, and there is
@@ -12,13 +13,7 @@
 // registry (registry.cpp, whose enlist()/delist() run at just those moments)
 // are the other candidates, but a stall detector is neither a trace nor the
 // debugger's list, and a file named for one thing should not do another.
-// This file constructs the manager, and park() lives here too.
-//
-// Why park() keeps the site. wake() clears waiting_for ("set while Blocked"),
-// so a running fiber's record no longer says what it last waited for, which
-// is what a stall report can tell about where the spinning began. Every
-// reader of waiting_for (the deadlock report, the trace) reads it only of a
-// Blocked fiber, so keeping it after the wait changes nothing they see.
+// This file constructs the manager, and wake() lives here too.
 #include "fib/fiber_manager.hpp"
 
 #include <cstdio>
@@ -87,7 +82,6 @@ void FiberManager::park(ParkToken token, WaitSite site) {
     running_->state = FiberState::Blocked;
     running_->waiting_for = site;
     switch_to(next_or_deadlock());
-    running_->waiting_for = site;  // the wait it last returned from (stall_detector.hpp)
 }
 
 // A stale token is a wake that came late: the fiber has begun another wait
@@ -96,6 +90,7 @@ bool FiberManager::wake(ParkToken token) {
     if (!parked(token)) return false;
     FiberRecord* fiber = token.fiber;
     fiber->state = FiberState::Ready;
+    fiber->last_wait = fiber->waiting_for.what;  // for a stall report (stall_detector.hpp)
     fiber->waiting_for = WaitSite{};
     ready_.push_back(fiber);
     if (trace_) [[unlikely]] trace_->wake(*fiber, *running_);

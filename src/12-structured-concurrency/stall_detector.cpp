@@ -263,9 +263,9 @@ void StallDetector::report(const FiberRecord& fiber, const void* interrupted_at)
     line.add(" has run for ");
     line.add_number(quiet_us_ / 1000);
     line.add(" ms of CPU time without a switch (");
-    if (fiber.waiting_for.what) {
+    if (fiber.last_wait) {
         line.add("its last wait: ");
-        line.add(fiber.waiting_for.what);
+        line.add(fiber.last_wait);
     } else {
         line.add("it has not waited since its start");
     }

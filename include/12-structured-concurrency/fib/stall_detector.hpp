@@ -18,10 +18,10 @@
 // not wall time: a thread that other processes keep off the CPU, or that
 // sleeps in epoll_wait, is not stalled. A fiber that never waited says "(it
 // has not waited since its start)". What we know of a running fiber is only
-// its last wait: the wake clears waiting_for, so stage 12's park() (see
-// src/12-structured-concurrency/fiber_manager.cpp) puts it back when the
-// fiber resumes, to be read while the fiber runs; a yield since that wait is
-// not recorded (it leaves no trace in the record). A yield with no other fiber
+// its last wait: wake() clears waiting_for, so stage 12's wake() keeps its
+// name in the record's last_wait (fiber_record.hpp), read while the fiber
+// runs; a yield since that wait is not recorded (it leaves no trace in the
+// record). A yield with no other fiber
 // ready is no switch either: the spin goes on, and stays one stall.
 //
 // Off by default. FIB_STALL_MS=N in the environment gives every FiberManager
