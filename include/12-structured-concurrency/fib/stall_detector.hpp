@@ -24,6 +24,9 @@
 // record). A yield with no other fiber
 // ready is no switch either: the spin goes on, and stays one stall.
 //
+// What the signal handler may and may not do, and why, the choice of signal,
+// and ThreadSanitizer's late delivery: stall_detector.cpp's opening comment.
+//
 // Off by default. FIB_STALL_MS=N in the environment gives every FiberManager
 // of the process a detector with an N ms threshold, made with the manager and
 // ended with it. From code or a test:
