@@ -188,6 +188,11 @@ TWICE_7  :=
 TWICE_11 :=
 endif
 
+# From stage 12 on, every test run watches each FiberManager for stalls (stall_detector.hpp): a
+# fiber that runs a second of CPU time without a switch (five under TSan) is reported in the
+# log, with its name and a backtrace; a report fails nothing. Earlier stages never read it.
+TEST_ENV += FIB_STALL_MS=$(if $(filter 1,$(TSAN)),5000,1000)
+
 # STATIC=1: everything linked statically, in a build tree of its own (lesson 7 shows that
 # libc's TLS then lives in the executable's own segment). -u keeps glibc's per-thread
 # clean-up, which lesson 7 calls weakly, in the link.

@@ -110,7 +110,8 @@ def waits_for(fiber):
     if str(fiber["state"]).endswith("Ready") and not_started(fiber):
         return "not started"
     if not str(fiber["state"]).endswith("Blocked"):
-        return ""
+        last = fiber["last_wait"]
+        return f"back from {last.string()}" if last else ""
     site = fiber["waiting_for"]
     text = site["what"].string() if site["what"] else "?"
     if site["fiber"]:

@@ -67,11 +67,14 @@ void FiberManager::park(ParkToken token, WaitSite site) {
 }
 
 // A stale token is a wake that came late: the fiber has begun another wait
-// since, or was already woken (it is Ready, or running again).
+// since, or was already woken (it is Ready, or running again). The wait's name
+// stays in last_wait, so that what looks at a running fiber (gdb's info
+// fibers) can say which wait it came back from.
 bool FiberManager::wake(ParkToken token) {
     if (!parked(token)) return false;
     FiberRecord* fiber = token.fiber;
     fiber->state = FiberState::Ready;
+    fiber->last_wait = fiber->waiting_for.what;
     fiber->waiting_for = WaitSite{};
     ready_.push_back(fiber);
     if (trace_) [[unlikely]] trace_->wake(*fiber, *running_);

@@ -1,10 +1,8 @@
 // fiber_manager.cpp — lesson 12: lesson 2's scheduling, with a stall detector per manager under FIB_STALL_MS.
 //
-// Replaces lesson 2's fiber_manager.cpp from stage 12 on, adding three lines:
+// Replaces lesson 2's fiber_manager.cpp from stage 12 on, adding two lines:
 // the constructor calls StallDetector::manager_created(), the destructor
-// StallDetector::manager_ending() (stall_detector.hpp), and wake() keeps the
-// ending wait's name in the record's last_wait (fiber_record.hpp, stage 12's)
-// before it clears waiting_for.
+// StallDetector::manager_ending() (stall_detector.hpp).
 //
 // Why a replacement. FIB_STALL_MS must reach every manager of the process,
 // so something must run as each manager is made and destroyed, and there is
@@ -13,7 +11,7 @@
 // registry (registry.cpp, whose enlist()/delist() run at just those moments)
 // are the other candidates, but a stall detector is neither a trace nor the
 // debugger's list, and a file named for one thing should not do another.
-// This file constructs the manager, and wake() lives here too.
+// This file constructs the manager.
 #include "fib/fiber_manager.hpp"
 
 #include <cstdio>
@@ -85,12 +83,14 @@ void FiberManager::park(ParkToken token, WaitSite site) {
 }
 
 // A stale token is a wake that came late: the fiber has begun another wait
-// since, or was already woken (it is Ready, or running again).
+// since, or was already woken (it is Ready, or running again). The wait's name
+// stays in last_wait, so that what looks at a running fiber (gdb's info
+// fibers) can say which wait it came back from.
 bool FiberManager::wake(ParkToken token) {
     if (!parked(token)) return false;
     FiberRecord* fiber = token.fiber;
     fiber->state = FiberState::Ready;
-    fiber->last_wait = fiber->waiting_for.what;  // for a stall report (stall_detector.hpp)
+    fiber->last_wait = fiber->waiting_for.what;
     fiber->waiting_for = WaitSite{};
     ready_.push_back(fiber);
     if (trace_) [[unlikely]] trace_->wake(*fiber, *running_);

@@ -74,6 +74,7 @@ struct FiberRecord {
     ListLink<FiberRecord> all_link;    // in the manager's list of every record
     ParkToken joiner;                  // the fiber parked in join() on this one
     WaitSite waiting_for;              // set while Blocked
+    const char* last_wait = nullptr;   // waiting_for.what of its last wait, kept after the wake
     std::uint64_t waits = 0;           // waits begun: the current (or last) wait's number
     // Set while the fiber runs code that must not park it (code run on it for
     // others, which a park would leave half done): park() calls it first, and

@@ -18,11 +18,11 @@
 // not wall time: a thread that other processes keep off the CPU, or that
 // sleeps in epoll_wait, is not stalled. A fiber that never waited says "(it
 // has not waited since its start)". What we know of a running fiber is only
-// its last wait: wake() clears waiting_for, so stage 12's wake() keeps its
-// name in the record's last_wait (fiber_record.hpp), read while the fiber
+// its last wait: wake() clears waiting_for and keeps the wait's name in the
+// record's last_wait (lesson 2's fiber_record.hpp), read while the fiber
 // runs; a yield since that wait is not recorded (it leaves no trace in the
-// record). A yield with no other fiber
-// ready is no switch either: the spin goes on, and stays one stall.
+// record). A yield with no other fiber ready is no switch either: the spin
+// goes on, and stays one stall.
 //
 // What the signal handler may and may not do, and why, the choice of signal,
 // and ThreadSanitizer's late delivery: stall_detector.cpp's opening comment.
