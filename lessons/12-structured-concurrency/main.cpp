@@ -3,9 +3,11 @@
 // Part 1 opens a scope with three children; one fails, and the scope cancels
 // the other two wherever they wait, then rethrows the failure. Part 2 nests
 // deadlines and closes a cancelled connection politely under a shield. Part 3
-// is a server as a scope of its connections, stopped by one cancel. Parts 4
-// and 5 measure two critics of fibers (critics.hpp): a system call that blocks
-// the thread, and a loop that never yields, stall every other fiber.
+// is a server as a scope of its connections, stopped by one cancel. Part 4
+// lets the stall detector name a loop that never yields, while it runs. Then
+// two critics of fibers, measured (critics.hpp): a system call that blocks the
+// thread (pinning), and a loop that never yields (starvation), stall every
+// other fiber of the thread.
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -19,6 +21,7 @@
 #include "fib/condvar.hpp"
 #include "fib/io.hpp"
 #include "fib/scope.hpp"
+#include "fib/stall_detector.hpp"
 #include "fib/tcp.hpp"
 #include "critics.hpp"
 #include "fib/waiter.hpp"
@@ -118,6 +121,22 @@ void part3_server() {
                 server.clients_connected(), fib::io::read(clients[0].get(), &byte, 1));
 }
 
+// The report goes to stderr, with a backtrace of the loop (addr2line names
+// its lines); the busy fiber watches the count to know when to stop.
+void part4_stall(fib::FiberManager& manager) {
+    std::printf("Part 4: the stall detector names a fiber that runs 20 ms of CPU without a switch\n");
+    std::fflush(stdout);
+    fib::StallDetector detector(manager, 20ms);
+    fib::Fiber busy({.name = "busy"}, [&] {
+        fib::sleep_for(1ms);
+        const auto give_up = std::chrono::steady_clock::now() + 2s;
+        while (detector.reports() == 0 && std::chrono::steady_clock::now() < give_up) {
+        }
+    });
+    busy.join();
+    std::printf("  reports: %llu\n", static_cast<unsigned long long>(detector.reports()));
+}
+
 }  // namespace
 
 int main() {
@@ -126,6 +145,7 @@ int main() {
     part1_first_exception();
     part2_deadlines();
     part3_server();
+    part4_stall(manager);
     critics::demo_pinning();
     critics::demo_starvation();
     return 0;
