@@ -169,7 +169,7 @@ OUT      := $(BUILD_DIR)
 endif
 
 # TSAN=1: ThreadSanitizer, in a build tree of its own (build/tsan/lessonN/), for the stages
-# whose code crosses threads (make TSAN=1 test-lesson9 to test-lesson11). Every switch is
+# whose code crosses threads (make TSAN=1 test-lesson9 to test-lesson12). Every switch is
 # announced to it as a switch of fiber (sanitizer.hpp). Lesson 7's per-fiber TLS blocks move
 # %fs, where TSan keeps its own per-thread state: FiberTls refuses to run under it, and the
 # tests that need one are left out by GTEST_FILTER (gtest prints the filter at the top of each
@@ -692,8 +692,8 @@ help:
 	@echo "                      library source, make test-lesson6 takes about 20 s)"
 	@echo "make SAN=1 test       the same tests under AddressSanitizer + UBSan, in build/san/"
 	@echo "                      (about 10 to 12 min, building every stage)"
-	@echo "make TSAN=1 test-lesson11  lessons 1-11's tests under ThreadSanitizer, in build/tsan/ (any"
-	@echo "                      test-lessonN; 8-11 cross threads; about 4 min from scratch, in CI)"
+	@echo "make TSAN=1 test-lesson12  lessons 1-12's tests under ThreadSanitizer, in build/tsan/ (any"
+	@echo "                      test-lessonN; 8-12 cross threads; about 4 min from scratch, in CI)"
 	@echo "make STATIC=1 test-lesson7  lessons 1-7's tests linked statically, in build/static/"
 	@echo "                      (about 1 min after make test)"
 	@echo "make test-shuffled    every suite again under FIB_SCHEDULE_SEED=1 2 3 (SHUFFLE_SEEDS=...):"
