@@ -22,7 +22,7 @@ endif
 .DEFAULT_GOAL := all
 
 # ---- The lessons ----------------------------------------------------------------------------
-LESSONS := 1 2 3 4 5 6 7 8 9 10 11 12
+LESSONS := 1 2 3 4 5 6 7 8 9 10 11 12 13
 DIR_1 := 01-context-switch
 DIR_2 := 02-fibers
 DIR_3 := 03-condvar
@@ -35,6 +35,7 @@ DIR_9 := 09-cluster
 DIR_10 := 10-coroutines
 DIR_11 := 11-io-uring
 DIR_12 := 12-structured-concurrency
+DIR_13 := 13-redis
 
 # What a lesson adds beyond its library folders: its demo, the sources its tests
 # need besides tests/LNN_*_test.cpp, and its programs. A program belongs to the
@@ -138,6 +139,11 @@ L12     := lessons/$(DIR_12)
 SCOPED_12 := $(L12)/scoped_server.cpp
 DEMO_12 := $(L12)/main.cpp $(SCOPED_12) $(L12)/critics.cpp
 TESTS_12 := $(SCOPED_12)
+
+L13     := lessons/$(DIR_13)
+DEMO_13 := $(L13)/main.cpp
+TESTS_13 := $(L13)/resp.cpp
+DEMO_13 += $(L13)/resp.cpp
 
 # Benchmarks: tests/bench/bench_main.cpp and the rows of lessons 1..N (tests/bench/LNN_*),
 # plus what a lesson's rows need.
