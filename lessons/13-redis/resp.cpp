@@ -3,7 +3,7 @@
 // The error texts and the limits are Redis's (src/networking.c:
 // processMultibulkBuffer, processInlineBuffer, readQueryFromClient; the
 // quoting of inline words is sdssplitargs in src/sds.c, the numbers
-// string2ll in src/util.c).
+// string2ll in src/util.c, the defaults src/server.h and src/config.c).
 #include "resp.hpp"
 
 #include <algorithm>
