@@ -18,20 +18,12 @@ namespace {
 // parsed; one this size or smaller is kept for the next reads.
 constexpr std::size_t kKeptCapacity = 64 * 1024;
 
-// The number of a length line ("*3\r" after the '*', "$5\r" after the '$'),
-// by string2ll's rules: digits with no leading zero, or "0", maybe after a
-// '-', nothing else; then the \r. None if it is not such a number or does not
-// fit a long long (2^63 does not).
+// The number of a length line ("*3\r" after the '*', "$5\r" after the '$'):
+// an integer_of() followed by its \r.
 std::optional<long long> number_of(std::string_view line) {
     if (!line.ends_with('\r')) return {};
     line.remove_suffix(1);
-    const std::string_view digits = line.starts_with('-') ? line.substr(1) : line;
-    if (digits.empty() || (digits[0] == '0' && line != "0")) return {};
-    long long number = 0;
-    const char* end = line.data() + line.size();
-    const auto [stop, error] = std::from_chars(line.data(), end, number);
-    if (error != std::errc() || stop != end) return {};
-    return number;
+    return integer_of(line);
 }
 
 bool is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }  // isspace(), C locale
@@ -88,6 +80,16 @@ bool read_word(std::string_view line, std::size_t& at, std::string& word) {
 }
 
 }  // namespace
+
+std::optional<long long> integer_of(std::string_view text) {
+    const std::string_view digits = text.starts_with('-') ? text.substr(1) : text;
+    if (digits.empty() || (digits[0] == '0' && text != "0")) return {};
+    long long number = 0;
+    const char* end = text.data() + text.size();
+    const auto [stop, error] = std::from_chars(text.data(), end, number);
+    if (error != std::errc() || stop != end) return {};
+    return number;
+}
 
 std::optional<Command> split_inline(std::string_view line) {
     Command words;

@@ -109,4 +109,9 @@ private:
 // quote is left open or a closing quote is followed by something other than a space.
 std::optional<Command> split_inline(std::string_view line);
 
+// A number as Redis reads one (string2ll in src/util.c): "0", or digits with
+// no leading zero after an optional '-', fitting a long long; nothing else, no
+// space, no '+'. Lengths in requests and integer arguments are read this way.
+std::optional<long long> integer_of(std::string_view text);
+
 }  // namespace resp
