@@ -142,8 +142,10 @@ TESTS_12 := $(SCOPED_12)
 
 L13     := lessons/$(DIR_13)
 DEMO_13 := $(L13)/main.cpp
-TESTS_13 := $(L13)/resp.cpp
-DEMO_13 += $(L13)/resp.cpp
+KV_13   := $(L13)/resp.cpp $(L13)/reply.cpp $(L13)/keyspace.cpp $(L13)/glob.cpp $(L13)/commands.cpp \
+           $(L13)/string_commands.cpp $(L13)/key_commands.cpp $(L13)/list_commands.cpp
+TESTS_13 := $(KV_13)
+DEMO_13 += $(KV_13)
 
 # Benchmarks: tests/bench/bench_main.cpp and the rows of lessons 1..N (tests/bench/LNN_*),
 # plus what a lesson's rows need.

@@ -1,0 +1,250 @@
+// commands.cpp — lesson 13: the command table, execute()'s dispatch, and the commands of the connection itself.
+//
+// The arities are Redis's (src/commands/*.json), and so are the error texts
+// of the dispatch (commandCheckExistence, commandCheckArity in src/server.c).
+#include "commands.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <climits>
+#include <string>
+#include <vector>
+
+#include "glob.hpp"
+#include "handlers.hpp"
+
+namespace kv {
+
+std::optional<long long> integer_argument(Call& call, std::string_view argument, std::string_view error) {
+    auto number = resp::integer_of(argument);
+    if (!number) call.reply.error(error);
+    return number;
+}
+
+void reply_arity_error(Call& call, std::string_view name) {
+    call.reply.error("ERR wrong number of arguments for '" + std::string(name) + "' command");
+}
+
+bool is_option(std::string_view argument, std::string_view option) {
+    return std::ranges::equal(argument, option, [](char a, char b) {
+        return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+    });
+}
+
+namespace {
+
+// What HELLO says of the server: the Redis release whose replies these
+// are (Debian 12's redis-server), so that a client library picks the same
+// features it would pick with Redis.
+constexpr std::string_view kRedisVersion = "7.0.15";
+
+// CONFIG GET's answers: the two that redis-benchmark asks for, as a server
+// run with --save '' --appendonly no answers them.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 2> kConfig = {{
+    {"save", ""},
+    {"appendonly", "no"},
+}};
+
+// PING [message]: +PONG, or the message as a bulk.
+void ping_command(Call& call) {
+    if (call.arguments.size() > 2) return reply_arity_error(call, "ping");
+    call.arguments.size() == 1 ? call.reply.simple("PONG") : call.reply.bulk(call.arguments[1]);
+}
+
+void echo_command(Call& call) { call.reply.bulk(call.arguments[1]); }
+
+// There is one database, 0, as in a Redis run with "databases 1".
+void select_command(Call& call) {
+    const auto index = integer_argument(call, call.arguments[1]);
+    if (!index) return;
+    if (*index < INT_MIN || *index > INT_MAX) return call.reply.error("ERR value is out of range");
+    if (*index != 0) return call.reply.error("ERR DB index is out of range");
+    call.reply.ok();
+}
+
+// COMMAND alone and COMMAND DOCS: an empty array, which redis-cli takes for
+// "no documentation" (Redis sends every command's). COMMAND COUNT: the table's size.
+void command_command(Call& call) { call.reply.array(0); }
+
+void command_count_command(Call& call) { call.reply.integer(static_cast<long long>(command_table().size())); }
+
+// CONFIG GET pattern...: a name without * ? [ is looked up as it is, any
+// other is matched as a glob; both ignore case, as configGetCommand does.
+// Each name is answered once, with its value.
+void config_get_command(Call& call) {
+    std::vector<bool> matched(kConfig.size());
+    for (std::size_t i = 2; i < call.arguments.size(); ++i) {
+        const std::string& pattern = call.arguments[i];
+        const bool is_glob = pattern.find_first_of("[*?") != std::string::npos;
+        for (std::size_t j = 0; j < kConfig.size(); ++j)
+            if (is_glob ? glob_match(pattern, kConfig[j].first, true) : is_option(pattern, kConfig[j].first))
+                matched[j] = true;
+    }
+    call.reply.array(2 * static_cast<std::size_t>(std::ranges::count(matched, true)));
+    for (std::size_t j = 0; j < kConfig.size(); ++j) {
+        if (!matched[j]) continue;
+        call.reply.bulk(kConfig[j].first);
+        call.reply.bulk(kConfig[j].second);
+    }
+}
+
+// validateClientName: any bytes from '!' to '~', or none (which removes the name).
+bool valid_client_name(std::string_view name) {
+    return std::ranges::all_of(name, [](char c) { return c >= '!' && c <= '~'; });
+}
+
+constexpr std::string_view kClientNameError = "ERR Client names cannot contain spaces, newlines or special characters.";
+
+void client_setname_command(Call& call) {
+    if (!valid_client_name(call.arguments[2])) return call.reply.error(kClientNameError);
+    call.session.name = call.arguments[2];
+    call.reply.ok();
+}
+
+void client_getname_command(Call& call) {
+    call.session.name.empty() ? call.reply.null_bulk() : call.reply.bulk(call.session.name);
+}
+
+// HELLO [protover [AUTH username password] [SETNAME name]], by helloCommand.
+// Only RESP2 is spoken: HELLO 3 is refused as Redis refuses HELLO 4. There
+// are no passwords: the user "default" is let in with any, as Redis lets it
+// in when it has none.
+void hello_command(Call& call) {
+    const resp::Command& arguments = call.arguments;
+    if (arguments.size() >= 2) {
+        const auto version = integer_argument(call, arguments[1], "ERR Protocol version is not an integer or out of range");
+        if (!version) return;
+        if (*version != 2) return call.reply.error("NOPROTO unsupported protocol version");
+    }
+    std::optional<std::string> name;
+    for (std::size_t i = 2; i < arguments.size(); ++i) {
+        const std::size_t more = arguments.size() - 1 - i;
+        if (is_option(arguments[i], "AUTH") && more >= 2) {
+            if (arguments[i + 1] != "default")
+                return call.reply.error("WRONGPASS invalid username-password pair or user is disabled.");
+            i += 2;
+        } else if (is_option(arguments[i], "SETNAME") && more >= 1) {
+            if (!valid_client_name(arguments[i + 1])) return call.reply.error(kClientNameError);
+            name = arguments[++i];
+        } else {
+            return call.reply.error("ERR Syntax error in HELLO option '" + arguments[i] + "'");
+        }
+    }
+    if (name) call.session.name = *name;
+    call.reply.array(14);
+    call.reply.bulk("server");
+    call.reply.bulk("redis");
+    call.reply.bulk("version");
+    call.reply.bulk(kRedisVersion);
+    call.reply.bulk("proto");
+    call.reply.integer(2);
+    call.reply.bulk("id");
+    call.reply.integer(call.session.id);
+    call.reply.bulk("mode");
+    call.reply.bulk("standalone");
+    call.reply.bulk("role");
+    call.reply.bulk("master");
+    call.reply.bulk("modules");
+    call.reply.array(0);
+}
+
+constexpr CommandSpec kCommandSubcommands[] = {
+    {"command|count", 2, command_count_command},
+    {"command|docs", -2, command_command},
+};
+constexpr CommandSpec kConfigSubcommands[] = {
+    {"config|get", -3, config_get_command},
+};
+constexpr CommandSpec kClientSubcommands[] = {
+    {"client|getname", 2, client_getname_command},
+    {"client|setname", 3, client_setname_command},
+};
+
+constexpr CommandSpec kCommands[] = {
+    {"ping", -1, ping_command},
+    {"echo", 2, echo_command},
+    {"select", 2, select_command},
+    {"hello", -1, hello_command},
+    {"command", -1, command_command, kCommandSubcommands},
+    {"config", -2, nullptr, kConfigSubcommands},
+    {"client", -2, nullptr, kClientSubcommands},
+    {"get", 2, get_command},
+    {"set", -3, set_command},
+    {"incr", 2, incr_command},
+    {"decr", 2, decr_command},
+    {"incrby", 3, incrby_command},
+    {"decrby", 3, decrby_command},
+    {"mget", -2, mget_command},
+    {"mset", -3, mset_command},
+    {"del", -2, del_command},
+    {"exists", -2, exists_command},
+    {"expire", -3, expire_command},
+    {"pexpire", -3, pexpire_command},
+    {"ttl", 2, ttl_command},
+    {"pttl", 2, pttl_command},
+    {"persist", 2, persist_command},
+    {"dbsize", 1, dbsize_command},
+    {"flushall", -1, flushall_command},
+    {"keys", 2, keys_command},
+    {"lpush", -3, lpush_command},
+    {"rpush", -3, rpush_command},
+    {"lpop", -2, lpop_command},
+    {"rpop", -2, rpop_command},
+    {"llen", 2, llen_command},
+    {"lrange", 4, lrange_command},
+};
+
+// A subcommand's name is what follows its container's and the '|'.
+std::string_view short_name(std::string_view name) { return name.substr(name.find('|') + 1); }
+
+const CommandSpec* find_spec(std::span<const CommandSpec> table, std::string_view name) {
+    const auto spec = std::ranges::find_if(table, [&](const CommandSpec& spec) { return is_option(name, short_name(spec.name)); });
+    return spec == table.end() ? nullptr : &*spec;
+}
+
+// Redis prints a name or an argument with "%.128s": up to its first NUL, and 128 bytes at most.
+std::string_view as_c_string(std::string_view bytes, std::size_t most) {
+    return bytes.substr(0, std::min(bytes.find('\0'), most));
+}
+
+// "ERR unknown command 'foo', with args beginning with: 'a' 'b' ": the
+// arguments quoted while fewer than 128 bytes of them are written.
+void reply_unknown_command(Call& call) {
+    std::string quoted;
+    for (std::size_t i = 1; i < call.arguments.size() && quoted.size() < 128; ++i)
+        quoted += "'" + std::string(as_c_string(call.arguments[i], 128 - quoted.size())) + "' ";
+    call.reply.error("ERR unknown command '" + std::string(as_c_string(call.arguments[0], 128)) +
+                     "', with args beginning with: " + quoted);
+}
+
+void reply_unknown_subcommand(Call& call, std::string_view container) {
+    std::string upper(container);
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    call.reply.error("ERR unknown subcommand '" + std::string(as_c_string(call.arguments[1], 128)) + "'. Try " +
+                     upper + " HELP.");
+}
+
+bool arity_fits(const CommandSpec& spec, std::size_t count) {
+    return spec.arity > 0 ? count == static_cast<std::size_t>(spec.arity) : count >= static_cast<std::size_t>(-spec.arity);
+}
+
+}  // namespace
+
+std::span<const CommandSpec> command_table() { return kCommands; }
+
+void execute(const resp::Command& command, Keyspace& keyspace, Session& session, TimePoint now, std::string& out) {
+    resp::Reply reply(out);
+    Call call{command, keyspace, session, reply, now};
+    const CommandSpec* spec = find_spec(kCommands, command[0]);
+    if (!spec) return reply_unknown_command(call);
+    if (!spec->subcommands.empty() && command.size() >= 2) {
+        const CommandSpec* const subcommand = find_spec(spec->subcommands, command[1]);
+        if (!subcommand) return reply_unknown_subcommand(call, spec->name);
+        spec = subcommand;
+    }
+    if (!arity_fits(*spec, command.size())) return reply_arity_error(call, spec->name);
+    spec->handler(call);
+}
+
+}  // namespace kv

@@ -1,0 +1,67 @@
+// commands.hpp — lesson 13: Redis's commands, looked up by name, checked for arity, run on a Keyspace.
+//
+//   kv::Keyspace keyspace;                       // one per server
+//   kv::Session session;                         // one per client
+//   std::string out;
+//   kv::execute({"SET", "k", "v"}, keyspace, session, kv::clock_now(), out);   // out: "+OK\r\n"
+//
+// execute() finds the command's entry in the table (its name in any case,
+// as Redis takes it), checks the argument count against the entry's arity,
+// and runs its handler, which appends exactly one reply to `out`. A mistake
+// of the client's is a reply, never an exception: an unknown command, a
+// wrong count, a wrong type, a number that is not one; each with the very
+// text Redis sends, so that a client's error handling sees what it expects.
+//
+// A handler is given a Call: the arguments, the keyspace, the clock read
+// once for the whole command, the reply, and the Session, which is the
+// state of the client's connection that commands read and change (its name,
+// its id). A command that must wait, or that turns the connection into
+// another mode, tells the connection layer through the Session.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "keyspace.hpp"
+#include "reply.hpp"
+#include "resp.hpp"
+
+namespace kv {
+
+struct Session {
+    long long id = 0;  // HELLO's "id"
+    std::string name;  // CLIENT SETNAME's; empty when none
+};
+
+// One command being run.
+struct Call {
+    const resp::Command& arguments;  // [0] is the name, as the client spelled it
+    Keyspace& keyspace;
+    Session& session;
+    resp::Reply& reply;
+    TimePoint now;
+};
+
+using Handler = void (*)(Call& call);
+
+// An entry of the command table. A container (CONFIG, CLIENT, COMMAND) has
+// subcommands, chosen by the second argument; its handler runs when it is
+// given none (COMMAND alone); one whose arity is -2 or less needs none.
+struct CommandSpec {
+    // Lower case, as Redis names commands in its errors: "get", and a
+    // subcommand with its container's name: "config|get".
+    std::string_view name;
+    // Redis's: the name counts; N > 0 means exactly N arguments, -N at least N.
+    int arity;
+    Handler handler;
+    std::span<const CommandSpec> subcommands = {};
+};
+
+// Runs `command` and appends its one reply to `out`. `command` has at least its name.
+void execute(const resp::Command& command, Keyspace& keyspace, Session& session, TimePoint now, std::string& out);
+
+// The table of commands, containers included (their subcommands not counted).
+std::span<const CommandSpec> command_table();
+
+}  // namespace kv
