@@ -142,6 +142,7 @@ private:
     // The caller's wait at the end of scope(): for the children, the
     // deadline, or a cancel of the caller; then, shielded, for the children.
     void wait_for_children();
+    WaitResult wait_for_end_or_deadline(const WaitSite& site);
     void rethrow_first();
 
     FiberManager* manager_;
