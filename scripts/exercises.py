@@ -41,7 +41,8 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TREE = ["Makefile", "asm", "include", "src", "lessons", "tests", "scripts"]
 TIMEOUT = "120"  # seconds a suite may take (tests/main.cpp's watchdog)
-BREAK_TIMEOUT = "30"  # seconds a broken test may take: some breaks make a test hang
+BREAK_TIMEOUT = "10"  # seconds a broken test may take: some breaks make a test hang (a hang is a
+#                       failure, as intended; every test of the course passes in well under this)
 LEARNER_TIMEOUT = "10"  # the same for make break-lessonN (FIB_TEST_TIMEOUT overrides it)
 
 

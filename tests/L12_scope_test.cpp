@@ -5,6 +5,7 @@
 // point of the siblings' lives; later failures are reported, a sibling's Cancelled is not; a
 // cancel of the caller is passed on; scopes nest; misuse from another thread stops the program.
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "L01_sanitizers.hpp"
 #include "L04_echo_harness.hpp"
 #include "L04_waiter_harness.hpp"
 #include "fib/channel.hpp"
@@ -322,6 +324,20 @@ TEST(L12_Scope, ACancelOfTheCallerReachesChildrenAndNestedScopes) {
     EXPECT_TRUE(inner_cancelled);
     EXPECT_TRUE(outer_cancelled);
     EXPECT_EQ(manager.stats().records, 0u);
+}
+
+// pthread_exit in a child unwinds through run_child, which must let that unwind go on (its
+// catch-all would otherwise keep it as the scope's exception, and glibc would abort with
+// "FATAL: exception not rethrown"): lesson 2's message names the fiber.
+TEST(L12_ScopeDeathTest, PthreadExitInAChildStopsNamingTheFiber) {
+    SKIP_UNDER_THREAD_SANITIZER("TSan's pthread_exit checks that it runs on the thread's own "
+                                "TSan state, not a fiber's, and stops first");
+    EXPECT_DEATH(
+        {
+            fib::FiberManager manager;
+            fib::scope([](fib::Scope& scope) { scope.spawn({.name = "quitter"}, [] { ::pthread_exit(nullptr); }); });
+        },
+        "\\(quitter\\) was unwound by pthread_exit\\(\\) or pthread_cancel\\(\\)");
 }
 
 TEST(L12_ScopeDeathTest, SpawningFromAnotherThreadStopsWithAMessage) {

@@ -65,23 +65,28 @@ void Scope::failed(const Member& member, std::exception_ptr exception) {
                  name_, label(*member.fiber).text, what);
 }
 
+// The caller's wait in the first phase: until the children have ended (a
+// notify), the deadline passes, or the caller is cancelled. Lesson 3's wait
+// says a cancel by throwing; lesson 6's wait_for by its result.
+WaitResult Scope::wait_for_end_or_deadline(const WaitSite& site) {
+    if (deadline_ != Clock::time_point::max()) return wait_for(ended_, deadline_ - Clock::now());
+    try {
+        ended_.wait(site);
+    } catch (const Cancelled&) {
+        return {WaitResult::kCancelled};
+    }
+    return {WaitResult::kNotified};
+}
+
 void Scope::wait_for_children() {
     const WaitSite site{name_, nullptr, this};
     while (live_ > 0 && !cancelled_) {
-        if (deadline_ == Clock::time_point::max()) {
-            try {
-                ended_.wait(site);
-            } catch (const Cancelled&) {
-                cancel();  // the caller was cancelled: pass it on, as join() does
-            }
-            continue;
-        }
-        const WaitResult result = wait_for(ended_, deadline_ - Clock::now());
+        const WaitResult result = wait_for_end_or_deadline(site);
         if (result.timed_out() && live_ > 0) {
             deadline_passed_ = true;
             cancel();
         } else if (result.cancelled()) {
-            cancel();
+            cancel();  // the caller was cancelled: pass it on, as join() does
         }
     }
     // Cancelled: each child ends when its waits have said so. Wait for that,
