@@ -147,11 +147,11 @@ KV_13   := $(L13)/resp.cpp $(L13)/reply.cpp $(L13)/keyspace.cpp $(L13)/glob.cpp 
            $(L13)/session.cpp $(L13)/blocking.cpp $(L13)/blocking_commands.cpp $(L13)/pubsub.cpp \
            $(L13)/pubsub_commands.cpp $(L13)/snapshot.cpp
 SERVER_13 := $(L13)/kv_connection.cpp $(L13)/kv_server.cpp $(SCOPED_12)
-TESTS_13 := $(KV_13) $(SERVER_13)
+TESTS_13 := $(KV_13) $(SERVER_13) $(L13)/kv_cluster.cpp
 DEMO_13 += $(KV_13)
 PROGRAMS_13            := kv_server
-SOURCES_13_kv_server   := $(L13)/kv_main.cpp $(KV_13) $(SERVER_13) $(L6)/stop_signals.cpp $(L6)/timeout_flags.cpp \
-                          $(L4)/server_program.cpp
+SOURCES_13_kv_server   := $(L13)/kv_main.cpp $(KV_13) $(SERVER_13) $(L13)/kv_cluster.cpp $(SHARDED_9) \
+                          $(L6)/timeout_flags.cpp $(L4)/server_program.cpp
 
 # Benchmarks: tests/bench/bench_main.cpp and the rows of lessons 1..N (tests/bench/LNN_*),
 # plus what a lesson's rows need.
