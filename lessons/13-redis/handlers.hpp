@@ -29,7 +29,8 @@ std::optional<long long> integer_argument(Call& call, std::string_view argument,
 // check a count beyond their arity (PING, MSET, LPOP).
 void reply_arity_error(Call& call, std::string_view name);
 
-// Case-insensitive equality of an argument and an option name, as strcasecmp.
+// Case-insensitive equality of an argument and an option name, as strcasecmp
+// in the C locale (ASCII letters only).
 bool is_option(std::string_view argument, std::string_view option);
 
 void get_command(Call& call);
