@@ -229,7 +229,10 @@ class Connection:
     def call(self, args):
         self.socket.sendall(encode(args))
         while (end := reply_end(self.pending)) is None:
-            data = self.socket.recv(65536)
+            try:
+                data = self.socket.recv(65536)
+            except TimeoutError:
+                raise CompareError(f"no reply within {REPLY_SECONDS} s to {shown(encode(args))}") from None
             if not data:
                 raise CompareError(f"the server closed the connection after {shown(encode(args))}")
             self.pending += data
@@ -325,7 +328,8 @@ def redis_cli_output(port, session):
 
 def cli_pass(reference, ours, session):
     tally = Tally("redis-cli pass")
-    for (line, _), a, b in zip(session, redis_cli_output(reference.port, session), redis_cli_output(ours.port, session)):
+    replies = zip(redis_cli_output(reference.port, session), redis_cli_output(ours.port, session))
+    for (line, _), (a, b) in zip(session, replies):
         tally.judge(line, a, b)
     return tally
 
@@ -375,28 +379,38 @@ def pubsub_output(server):
     return published, output
 
 
+# The established TCP sockets to and from a port, as ss lists them: each one's fields, from
+# its line (Recv-Q Send-Q local peer process) and its tab-indented line (name:value counters).
+def sockets_of(port):
+    listing = subprocess.run(["ss", "-tinpH", "state", "established", f"( sport = :{port} or dport = :{port} )"],
+                             capture_output=True, text=True, check=True).stdout
+    return [entry.split() for entry in re.split(r"\n(?!\s)", listing.strip()) if entry]
+
+
+def counter(fields, name):
+    return next((int(field.split(":")[1]) for field in fields if field.startswith(name + ":")), 0)
+
+
 # The server has read what a client of ours sent it: on the client's socket (found by its
 # pid) bytes_sent is above 0, and the server's end of that connection has received as many
-# and holds none unread (Recv-Q 0). ss prints each socket as a line and a tab-indented line.
+# and holds none unread (Recv-Q 0). A client that has exited already had its answer.
 def wait_until_read(client, port):
+    if not shutil.which("ss"):
+        raise CompareError("the BLPOP pass needs ss (Debian package iproute2)")
     deadline = time.monotonic() + REPLY_SECONDS
-    while time.monotonic() < deadline:
-        listing = subprocess.run(["ss", "-tinpH", "state", "established", f"( sport = :{port} or dport = :{port} )"],
-                                 capture_output=True, text=True, check=True).stdout
-        sockets = [entry.split() for entry in re.split(r"\n(?!\s)", listing.strip()) if entry]
-
-        def counter(fields, name):
-            found = [int(field.split(":")[1]) for field in fields if field.startswith(name + ":")]
-            return found[0] if found else 0
+    while time.monotonic() < deadline and client.poll() is None:
+        sockets = sockets_of(port)
         for fields in sockets:
             if f"pid={client.pid}," in " ".join(fields) and fields[3].endswith(f":{port}"):
                 client_port, sent = fields[2].rsplit(":", 1)[1], counter(fields, "bytes_sent")
-                for peer in sockets:
-                    if (peer[2].endswith(f":{port}") and peer[3].endswith(f":{client_port}") and sent > 0
-                            and counter(peer, "bytes_received") == sent and peer[0] == "0"):
-                        return
+                server_end = [peer for peer in sockets
+                              if peer[2].endswith(f":{port}") and peer[3].endswith(f":{client_port}")]
+                if (sent > 0 and server_end and counter(server_end[0], "bytes_received") == sent
+                        and server_end[0][0] == "0"):
+                    return
         time.sleep(0.01)
-    raise CompareError(f"the server on port {port} did not read the BLPOP within {REPLY_SECONDS} s")
+    if client.poll() is None:
+        raise CompareError(f"the server on port {port} did not read the BLPOP within {REPLY_SECONDS} s")
 
 
 def blpop_output(server):
@@ -415,9 +429,11 @@ def blpop_output(server):
 
 def background_passes(reference, ours):
     pubsub, blpop = Tally("pub/sub pass"), Tally("BLPOP pass")
-    for line, a, b in zip(["PUBLISH ch hello", "redis-cli subscribe ch"], pubsub_output(reference), pubsub_output(ours)):
+    for line, a, b in zip(["PUBLISH ch hello", "redis-cli subscribe ch"],
+                          pubsub_output(reference), pubsub_output(ours)):
         pubsub.judge(line, a, b)
-    for line, a, b in zip(["RPUSH q x", "redis-cli blpop q 5", "LLEN q"], blpop_output(reference), blpop_output(ours)):
+    for line, a, b in zip(["RPUSH q x", "redis-cli blpop q 5", "LLEN q"],
+                          blpop_output(reference), blpop_output(ours)):
         blpop.judge(line, a, b)
     return [pubsub, blpop]
 
@@ -460,7 +476,9 @@ def main():
             for server in servers:
                 server.wait_for_ping()
                 up += 1
-            tallies = [cli_pass(*servers, session), resp_pass(*servers, session), *background_passes(*servers)]
+            tallies.append(cli_pass(*servers, session))
+            tallies.append(resp_pass(*servers, session))
+            tallies += background_passes(*servers)
         except (CompareError, OSError, subprocess.SubprocessError) as error:
             problems.append(str(error))
         finally:
