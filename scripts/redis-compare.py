@@ -48,6 +48,8 @@ REFERENCE_ARGS = ["--save", "", "--appendonly", "no", "--daemonize", "no", "--da
 # Every wait is bounded: a server's start (an ASan build starts slower), a reply, a client.
 START_SECONDS = 10
 REPLY_SECONDS = 10
+# A server that died early makes every later reply differ: the first few say enough.
+SHOWN_FAILURES = 20
 
 
 class CompareError(Exception):
@@ -118,13 +120,13 @@ class Tally:
         if reference == ours:
             self.identical += 1
             if rule and rule[2] is None:
-                self.now_same.append(line)
+                self.now_same.append(f"{line} ({rule[1]})")
         elif rule and rule[2] is None:
             self.listed.append(line)
         elif rule and rule[2](reference, ours):
             self.tolerated.append(line)
         else:
-            self.failures.append((line, reference, ours))
+            self.failures.append((f"{line} (outside the {rule[1]})" if rule else line, reference, ours))
 
     def report(self):
         def named(lines):
@@ -134,9 +136,11 @@ class Tally:
               f"{len(self.tolerated)} within tolerance{named(self.tolerated)}")
         for line in self.now_same:
             print(f"redis-compare: {self.name}: listed difference no longer differs: {line}")
-        for line, reference, ours in self.failures:
+        for line, reference, ours in self.failures[:SHOWN_FAILURES]:
             print(f"redis-compare: {self.name}: DIFFERS: {line}\n    redis-server: {shown(reference)}\n"
                   f"    ours:         {shown(ours)}")
+        if len(self.failures) > SHOWN_FAILURES:
+            print(f"redis-compare: {self.name}: and {len(self.failures) - SHOWN_FAILURES} more commands differ")
 
 
 def shown(reply, most=300):
