@@ -144,9 +144,15 @@ TESTS_12 := $(SCOPED_12)
 L13     := lessons/$(DIR_13)
 DEMO_13 := $(L13)/main.cpp
 KV_13   := $(L13)/resp.cpp $(L13)/reply.cpp $(L13)/keyspace.cpp $(L13)/glob.cpp $(L13)/commands.cpp \
-           $(L13)/string_commands.cpp $(L13)/key_commands.cpp $(L13)/list_commands.cpp
-TESTS_13 := $(KV_13)
+           $(L13)/string_commands.cpp $(L13)/key_commands.cpp $(L13)/list_commands.cpp \
+           $(L13)/session.cpp $(L13)/blocking.cpp $(L13)/blocking_commands.cpp $(L13)/pubsub.cpp \
+           $(L13)/pubsub_commands.cpp $(L13)/snapshot.cpp
+SERVER_13 := $(L13)/kv_connection.cpp $(L13)/kv_server.cpp $(SCOPED_12)
+TESTS_13 := $(KV_13) $(SERVER_13)
 DEMO_13 += $(KV_13)
+PROGRAMS_13            := kv_server
+SOURCES_13_kv_server   := $(L13)/kv_main.cpp $(KV_13) $(SERVER_13) $(L6)/stop_signals.cpp $(L6)/timeout_flags.cpp \
+                          $(L4)/server_program.cpp
 # make test-lesson13 and later play lessons/13-redis/compare_session.txt to the stage's kv_server
 # and to redis-server side by side, and compare every reply (scripts/redis-compare.py).
 CHECK_SCRIPTS_13 := scripts/redis-compare.py=kv_server

@@ -24,13 +24,16 @@ class L13_Commands : public ::testing::Test {
 protected:
     std::string run(const resp::Command& command) {
         std::string out;
-        kv::execute(command, keyspace, session, now, out);
+        kv::execute(command, store, session, now, out);
         return out;
     }
     void advance(long long milliseconds) { now += Milliseconds(milliseconds); }
 
-    kv::Keyspace keyspace;
-    kv::Session session{.id = 7, .name = {}};
+    L13_Commands() { session.id = 7; }
+
+    kv::Store store;
+    kv::Keyspace& keyspace = store.keyspace;
+    kv::Session session;
     TimePoint now{Milliseconds(1'000'000)};
 };
 
@@ -432,7 +435,7 @@ TEST_F(L13_Commands, CommandAndCommandDocsAreEmptyAndCommandCountIsTheTablesSize
     EXPECT_EQ(run({"COMMAND", "DOCS"}), kEmptyArray);
     EXPECT_EQ(run({"COMMAND", "DOCS", "get"}), kEmptyArray);
     EXPECT_EQ(run({"COMMAND", "COUNT"}), integer(static_cast<long long>(kv::command_table().size())));
-    EXPECT_EQ(kv::command_table().size(), 31u);
+    EXPECT_EQ(kv::command_table().size(), 38u);
 }
 
 TEST_F(L13_Commands, ConfigGetAnswersSaveAndAppendonlyOnceEach) {

@@ -46,13 +46,27 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 2> kConfig =
     {"appendonly", "no"},
 }};
 
+// In subscriber mode, PING is an array, as the messages are: ["pong", message or ""].
+void subscribed_ping(Call& call) {
+    call.reply.array(2);
+    call.reply.bulk("pong");
+    call.reply.bulk(call.arguments.size() == 2 ? std::string_view(call.arguments[1]) : std::string_view());
+}
+
 // PING [message]: +PONG, or the message as a bulk.
 void ping_command(Call& call) {
     if (call.arguments.size() > 2) return reply_arity_error(call, "ping");
+    if (!call.session.channels.empty()) return subscribed_ping(call);
     call.arguments.size() == 1 ? call.reply.simple("PONG") : call.reply.bulk(call.arguments[1]);
 }
 
 void echo_command(Call& call) { call.reply.bulk(call.arguments[1]); }
+
+// QUIT: +OK, then the connection closes once that reply has gone.
+void quit_command(Call& call) {
+    call.session.quit = true;
+    call.reply.ok();
+}
 
 // There is one database, 0, as in a Redis run with "databases 1".
 void select_command(Call& call) {
@@ -193,7 +207,21 @@ constexpr CommandSpec kCommands[] = {
     {"rpop", -2, rpop_command},
     {"llen", 2, llen_command},
     {"lrange", 4, lrange_command},
+    {"blpop", -3, blpop_command},
+    {"brpop", -3, brpop_command},
+    {"subscribe", -2, subscribe_command},
+    {"unsubscribe", -1, unsubscribe_command},
+    {"publish", 3, publish_command},
+    {"quit", -1, quit_command},
+    {"save", 1, save_command},
 };
+
+// What a client in subscriber mode may run (processCommand's list; the
+// sharded and pattern kinds are not here).
+bool allowed_when_subscribed(const CommandSpec& spec) {
+    return spec.handler == subscribe_command || spec.handler == unsubscribe_command || spec.handler == ping_command ||
+           spec.handler == quit_command;
+}
 
 // A subcommand's name is what follows its container's and the '|'.
 std::string_view short_name(std::string_view name) { return name.substr(name.find('|') + 1); }
@@ -233,9 +261,9 @@ bool arity_fits(const CommandSpec& spec, std::size_t count) {
 
 std::span<const CommandSpec> command_table() { return kCommands; }
 
-void execute(const resp::Command& command, Keyspace& keyspace, Session& session, TimePoint now, std::string& out) {
+void execute(const resp::Command& command, Store& store, Session& session, TimePoint now, std::string& out) {
     resp::Reply reply(out);
-    Call call{command, keyspace, session, reply, now};
+    Call call{command, store, store.keyspace, session, reply, now};
     const CommandSpec* spec = find_spec(kCommands, command[0]);
     if (!spec) return reply_unknown_command(call);
     if (!spec->subcommands.empty() && command.size() >= 2) {
@@ -244,7 +272,11 @@ void execute(const resp::Command& command, Keyspace& keyspace, Session& session,
         spec = subcommand;
     }
     if (!arity_fits(*spec, command.size())) return reply_arity_error(call, spec->name);
+    if (!session.channels.empty() && !allowed_when_subscribed(*spec))
+        return call.reply.error("ERR Can't execute '" + std::string(spec->name) +
+                                "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context");
     spec->handler(call);
+    store.blocked.serve(store.keyspace, now);
 }
 
 }  // namespace kv

@@ -1,9 +1,9 @@
 // commands.hpp — lesson 13: Redis's commands, looked up by name, checked for arity, run on a Keyspace.
 //
-//   kv::Keyspace keyspace;                       // one per server
+//   kv::Store store;                             // one per server thread
 //   kv::Session session;                         // one per client
 //   std::string out;
-//   kv::execute({"SET", "k", "v"}, keyspace, session, kv::clock_now(), out);   // out: "+OK\r\n"
+//   kv::execute({"SET", "k", "v"}, store, session, kv::clock_now(), out);   // out: "+OK\r\n"
 //
 // execute() finds the command's entry in the table (its name in any case,
 // as Redis takes it), checks the argument count against the entry's arity,
@@ -12,11 +12,11 @@
 // wrong count, a wrong type, a number that is not one; each with the very
 // text Redis sends, so that a client's error handling sees what it expects.
 //
-// A handler is given a Call: the arguments, the keyspace, the clock read
-// once for the whole command, the reply, and the Session, which is the
-// state of the client's connection that commands read and change (its name,
-// its id). A command that must wait, or that turns the connection into
-// another mode, tells the connection layer through the Session.
+// A handler is given a Call: the arguments, the store (the keyspace and
+// what the clients share), the clock read once for the whole command, the
+// reply, and the Session, which is the state of the client's connection that
+// commands read and change (session.hpp). A handler may park its fiber:
+// BLPOP waits there for a push, SAVE for the thread that writes the file.
 #pragma once
 
 #include <span>
@@ -26,18 +26,16 @@
 #include "keyspace.hpp"
 #include "reply.hpp"
 #include "resp.hpp"
+#include "session.hpp"
+#include "store.hpp"
 
 namespace kv {
-
-struct Session {
-    long long id = 0;  // HELLO's "id"
-    std::string name;  // CLIENT SETNAME's; empty when none
-};
 
 // One command being run.
 struct Call {
     const resp::Command& arguments;  // [0] is the name, as the client spelled it
-    Keyspace& keyspace;
+    Store& store;
+    Keyspace& keyspace;              // store.keyspace
     Session& session;
     resp::Reply& reply;
     TimePoint now;
@@ -58,8 +56,11 @@ struct CommandSpec {
     std::span<const CommandSpec> subcommands = {};
 };
 
-// Runs `command` and appends its one reply to `out`. `command` has at least its name.
-void execute(const resp::Command& command, Keyspace& keyspace, Session& session, TimePoint now, std::string& out);
+// Runs `command` and appends its one reply to `out`, then serves the clients
+// blocked on the lists it pushed to. `command` has at least its name. `out`
+// must be the same string object while the command runs (a handler that
+// parks appends after the park).
+void execute(const resp::Command& command, Store& store, Session& session, TimePoint now, std::string& out);
 
 // The table of commands, containers included (their subcommands not counted).
 std::span<const CommandSpec> command_table();

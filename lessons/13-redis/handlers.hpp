@@ -3,7 +3,8 @@
 // Each handler is called by execute() (commands.cpp) once the argument
 // count fits the command's arity, and appends exactly one reply. They are
 // grouped by what they act on: string_commands.cpp, key_commands.cpp,
-// list_commands.cpp, and the connection's own in commands.cpp.
+// list_commands.cpp, blocking_commands.cpp, pubsub_commands.cpp, SAVE in
+// snapshot.cpp, and the connection's own in commands.cpp.
 #pragma once
 
 #include <optional>
@@ -57,5 +58,14 @@ void lpop_command(Call& call);
 void rpop_command(Call& call);
 void llen_command(Call& call);
 void lrange_command(Call& call);
+
+void blpop_command(Call& call);
+void brpop_command(Call& call);
+
+void subscribe_command(Call& call);
+void unsubscribe_command(Call& call);
+void publish_command(Call& call);
+
+void save_command(Call& call);
 
 }  // namespace kv

@@ -8,10 +8,9 @@
 namespace kv {
 namespace {
 
-enum class End { Head, Tail };
-
 // A list is created by its first push and deleted with its last element:
-// Redis never keeps an empty list.
+// Redis never keeps an empty list. A push may serve clients blocked on the
+// key (blocking.hpp), once this command has ended.
 void push(Call& call, End end) {
     const std::string& key = call.arguments[1];
     Value* value = call.keyspace.find(key, call.now);
@@ -19,14 +18,9 @@ void push(Call& call, End end) {
     if (!value) value = &call.keyspace.set(key, List());
     List& list = std::get<List>(*value);
     for (std::size_t i = 2; i < call.arguments.size(); ++i)
-        end == End::Head ? list.push_front(call.arguments[i]) : list.push_back(call.arguments[i]);
+        end == End::kHead ? list.push_front(call.arguments[i]) : list.push_back(call.arguments[i]);
     call.reply.integer(static_cast<long long>(list.size()));
-}
-
-std::string pop_one(List& list, End end) {
-    std::string element = std::move(end == End::Head ? list.front() : list.back());
-    end == End::Head ? list.pop_front() : list.pop_back();
-    return element;
+    call.store.blocked.pushed(key);
 }
 
 // LPOP key [count], RPOP key [count], by popGenericCommand. Without a count:
@@ -59,13 +53,13 @@ void pop(Call& call, End end, std::string_view name) {
 
 }  // namespace
 
-void lpush_command(Call& call) { push(call, End::Head); }
+void lpush_command(Call& call) { push(call, End::kHead); }
 
-void rpush_command(Call& call) { push(call, End::Tail); }
+void rpush_command(Call& call) { push(call, End::kTail); }
 
-void lpop_command(Call& call) { pop(call, End::Head, "lpop"); }
+void lpop_command(Call& call) { pop(call, End::kHead, "lpop"); }
 
-void rpop_command(Call& call) { pop(call, End::Tail, "rpop"); }
+void rpop_command(Call& call) { pop(call, End::kTail, "rpop"); }
 
 void llen_command(Call& call) {
     Value* const value = call.keyspace.find(call.arguments[1], call.now);
