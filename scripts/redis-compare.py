@@ -475,7 +475,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="redis-compare-") as folder:
         try:
             servers.append(Server("redis-server", ["redis-server"] + REFERENCE_ARGS, os.path.join(folder, "reference")))
-            servers.append(Server(os.path.basename(options.server), [options.server] + server_args,
+            servers.append(Server(os.path.basename(options.server), [os.path.abspath(options.server)] + server_args,
                                   os.path.join(folder, "ours")))
             for server in servers:
                 server.wait_for_ping()
