@@ -287,10 +287,13 @@ class Server:
             time.sleep(0.05)
         raise CompareError(f"{self.name} did not answer PING within {START_SECONDS} s: {command}{self.log_tail()}")
 
-    def log_tail(self, lines=20):
+    # The log's last lines, or a sanitizer's report from its first line (its end is a legend).
+    def log_tail(self, lines=25):
         with open(self.log_path, "rb") as log:
-            tail = log.read().decode(errors="replace").splitlines()[-lines:]
-        return "".join("\n    " + line for line in tail)
+            text = log.read().decode(errors="replace").splitlines()
+        report = [i for i, line in enumerate(text) if re.search(r"ERROR: \w+Sanitizer|runtime error:", line)]
+        shown_lines = text[report[0]:report[0] + lines] if report else text[-lines:]
+        return "".join("\n    " + line[:200] for line in shown_lines)
 
     # SIGTERM, then SIGKILL if it has not stopped; a problem is returned, not raised, so that
     # the other server is stopped too. One that never came up was reported already.
@@ -371,9 +374,9 @@ def finish(client):
 
 
 def pubsub_output(server):
-    subscriber = cli(server.port, "subscribe", "ch")
+    subscriber, output = cli(server.port, "subscribe", "ch"), b""
     try:
-        output = read_until(subscriber, lambda out: b"(integer) 1\n" in out)
+        output += read_until(subscriber, lambda out: b"(integer) 1\n" in out)
         connection = Connection(server.port)
         published = connection.call([b"PUBLISH", b"ch", b"hello"])
         connection.close()
@@ -418,12 +421,12 @@ def wait_until_read(client, port):
 
 
 def blpop_output(server):
-    blocked = cli(server.port, "blpop", "q", "5")
+    blocked, output = cli(server.port, "blpop", "q", "5"), b""
     try:
         wait_until_read(blocked, server.port)
         connection = Connection(server.port)
         pushed = connection.call([b"RPUSH", b"q", b"x"])
-        output = read_until(blocked, lambda out: b'"x"\n' in out)
+        output += read_until(blocked, lambda out: b'"x"\n' in out)
         length = connection.call([b"LLEN", b"q"])
         connection.close()
     finally:
@@ -483,8 +486,10 @@ def main():
             tallies.append(cli_pass(*servers, session))
             tallies.append(resp_pass(*servers, session))
             tallies += background_passes(*servers)
-        except (CompareError, OSError, subprocess.SubprocessError) as error:
+        except CompareError as error:
             problems.append(str(error))
+        except (OSError, subprocess.SubprocessError) as error:
+            problems.append(f"{error} (has a server stopped? see below)")
         finally:
             problems += [problem for i, server in enumerate(servers) if (problem := server.stop(i < up))]
     for tally in tallies:
