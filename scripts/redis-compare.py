@@ -434,15 +434,11 @@ def blpop_output(server):
     return pushed, output, length
 
 
-def background_passes(reference, ours):
-    pubsub, blpop = Tally("pub/sub pass"), Tally("BLPOP pass")
-    for line, a, b in zip(["PUBLISH ch hello", "redis-cli subscribe ch"],
-                          pubsub_output(reference), pubsub_output(ours)):
-        pubsub.judge(line, a, b)
-    for line, a, b in zip(["RPUSH q x", "redis-cli blpop q 5", "LLEN q"],
-                          blpop_output(reference), blpop_output(ours)):
-        blpop.judge(line, a, b)
-    return [pubsub, blpop]
+def background_pass(name, lines, output, reference, ours):
+    tally = Tally(name)
+    for line, a, b in zip(lines, output(reference), output(ours)):
+        tally.judge(line, a, b)
+    return tally
 
 
 # ---- Set-up and the run ---------------------------------------------------------------------
@@ -485,7 +481,10 @@ def main():
                 up += 1
             tallies.append(cli_pass(*servers, session))
             tallies.append(resp_pass(*servers, session))
-            tallies += background_passes(*servers)
+            tallies.append(background_pass("pub/sub pass", ["PUBLISH ch hello", "redis-cli subscribe ch"],
+                                           pubsub_output, *servers))
+            tallies.append(background_pass("BLPOP pass", ["RPUSH q x", "redis-cli blpop q 5", "LLEN q"],
+                                           blpop_output, *servers))
         except CompareError as error:
             problems.append(str(error))
         except (OSError, subprocess.SubprocessError) as error:
