@@ -41,7 +41,8 @@ DIR_13 := 13-redis
 # need besides tests/LNN_*_test.cpp, and its programs. A program belongs to the
 # lesson that lists it and to every later stage; a later lesson may list it
 # again with other sources (lesson 6's echo_server), which then build it from
-# that stage on.
+# that stage on. CHECK_SCRIPTS_N holds SCRIPT=PROGRAM pairs: make test-lessonM, for
+# M >= N, runs each SCRIPT with stage M's PROGRAM ($(OUT)/lessonM/PROGRAM) after the tests.
 DEMO_1  := lessons/$(DIR_1)/main.cpp
 TESTS_1 := tests/L01_probes.S
 
@@ -152,6 +153,9 @@ DEMO_13 += $(KV_13) $(SERVER_13)
 PROGRAMS_13            := kv_server
 SOURCES_13_kv_server   := $(L13)/kv_main.cpp $(KV_13) $(SERVER_13) $(L13)/kv_cluster.cpp $(SHARDED_9) \
                           $(L6)/timeout_flags.cpp $(L4)/server_program.cpp
+# make test-lesson13 and later play lessons/13-redis/compare_session.txt to the stage's kv_server
+# and to redis-server side by side, and compare every reply (scripts/redis-compare.py).
+CHECK_SCRIPTS_13 := scripts/redis-compare.py=kv_server
 
 # Benchmarks: tests/bench/bench_main.cpp and the rows of lessons 1..N (tests/bench/LNN_*),
 # plus what a lesson's rows need.
@@ -363,6 +367,12 @@ $(OUT)/lesson$(1)/$(2): $(call objects,$(1),$(call program_srcs,$(1),$(2))) $(OU
 
 endef
 
+# A newline and a tab: what starts the next line of a recipe that a $(foreach) writes.
+define recipe_break
+
+	
+endef
+
 define STAGE
 LIB_OBJS_$(1)   := $(call objects,$(1),$(call stage_lib,$(1)))
 DEMO_OBJS_$(1)  := $(call objects,$(1),$(DEMO_$(1)))
@@ -455,6 +465,7 @@ test-lesson$(1): gtest-check lesson$(1) $(OUT)/lesson$(1)/tests $(OUT)/lesson$(1
 	$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests.log,$(TEST_ENV) timeout $(TEST_TIMEOUT) $(OUT)/lesson$(1)/tests)
 	$(if $(TWICE_$(1)),$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests-twice.log,$(TEST_ENV) $(TWICE_ENV_$(1)) timeout $(TEST_TIMEOUT) $(OUT)/lesson$(1)/tests --gtest_filter='$(TWICE_$(1))',$(TWICE_ENV_$(1))))
 	$(if $(strip $(call collect,$(1),COMPILE_FAIL)),$$(call step,CHECK,lesson$(1),code that must not compile,scripts/check-compile-fail.sh "$(CXX) -std=c++20 $(call stage_include,$(1))" $(call collect,$(1),COMPILE_FAIL)))
+	$(foreach check,$(call collect,$(1),CHECK_SCRIPTS),$$(call step,CHECK,lesson$(1),$(firstword $(subst =, ,$(check))),$(TEST_ENV) $(subst =, $(OUT)/lesson$(1)/,$(check)))$(recipe_break))
 
 # ROUNDS=3: the bench that many times, and the range of each figure and ratio over them
 # (scripts/bench-rounds.sh); SECTIONS="switch manager": only those sections' rows.
