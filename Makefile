@@ -156,6 +156,9 @@ SOURCES_13_kv_server   := $(L13)/kv_main.cpp $(KV_13) $(SERVER_13) $(L13)/kv_clu
 # make test-lesson13 and later play lessons/13-redis/compare_session.txt to the stage's kv_server
 # and to redis-server side by side, and compare every reply (scripts/redis-compare.py).
 CHECK_SCRIPTS_13 := scripts/redis-compare.py=kv_server
+# make run-lesson13 starts the server (it prints how to talk to it with redis-cli); the demo is
+# build/lesson13/demo.
+RUN_13 := kv_server --port 6380
 
 # Benchmarks: tests/bench/bench_main.cpp and the rows of lessons 1..N (tests/bench/LNN_*),
 # plus what a lesson's rows need.
@@ -459,7 +462,7 @@ lesson$(1): $(OUT)/lesson$(1)/demo $(OUT)/lesson$(1)/layers.ok \
             $(addprefix $(OUT)/lesson$(1)/,$(call stage_programs,$(1)))
 
 run-lesson$(1): lesson$(1)
-	$(OUT)/lesson$(1)/demo
+	$(OUT)/lesson$(1)/$(or $(RUN_$(1)),demo)
 
 test-lesson$(1): gtest-check lesson$(1) $(OUT)/lesson$(1)/tests $(OUT)/lesson$(1)/tests-layers.ok
 	$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests.log,$(TEST_ENV) timeout $(TEST_TIMEOUT) $(OUT)/lesson$(1)/tests)
@@ -689,7 +692,7 @@ help:
 	@echo ""
 	@echo "make                  build every stage, its demo and its programs (build/lessonN/)"
 	@echo "make lessonN          build stage N from lessons 1..N only (N = $(LESSONS))"
-	@echo "make run-lessonN      run stage N's demo"
+	@echo "make run-lessonN      run stage N's demo (stage 13: start kv_server on port 6380)"
 	@echo "make test-lessonN     run the tests of lessons 1..N against stage N"
 	@echo "make bench-lessonN    the benchmark rows of lessons 1..N, on stage N (about 25 s for"
 	@echo "                      N=1, 45 s for N=6, 90 s for N=7, 2 min for N=8, 2.5 min for N=9,"
