@@ -201,16 +201,29 @@ class Bench:
         pin = ["taskset", "-c", self.client_cpus] if self.client_cpus else []
         argv = pin + ["redis-benchmark", "-p", str(server.port), "-t", test, "-c", str(CLIENTS), "-P", str(pipeline),
                       "-n", str(requests), "-r", str(KEYSPACE), "--csv"]
+        # redis-benchmark waits forever for a server that died under it: look at the
+        # server twice a second, give the run 120 s at most, and never leave it running.
+        benchmark = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     preexec_fn=die_with_parent)
+        deadline = time.monotonic() + 120
         try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-        except subprocess.TimeoutExpired:
-            server.check_alive()
-            fail(f"redis-benchmark against {server.name} ({test} -P {pipeline}) ran over 120 s")
+            while True:
+                try:
+                    stdout, stderr = benchmark.communicate(timeout=0.5)
+                    break
+                except subprocess.TimeoutExpired:
+                    server.check_alive()
+                    if time.monotonic() > deadline:
+                        fail(f"redis-benchmark against {server.name} ({test} -P {pipeline}) ran over 120 s")
+        finally:
+            if benchmark.poll() is None:
+                benchmark.kill()
+                benchmark.wait()
         server.check_alive()
-        rows = [row for row in csv.DictReader(done.stdout.splitlines()) if row.get("rps")]
-        if done.returncode != 0 or not rows or "Error" in done.stderr:
-            fail(f"redis-benchmark against {server.name} ({' '.join(argv)}) exited {done.returncode}:\n"
-                 f"{done.stdout}{done.stderr}")
+        rows = [row for row in csv.DictReader(stdout.splitlines()) if row.get("rps")]
+        if benchmark.returncode != 0 or not rows or "Error" in stderr:
+            fail(f"redis-benchmark against {server.name} ({' '.join(argv)}) exited {benchmark.returncode}:\n"
+                 f"{stdout}{stderr}")
         row = rows[-1]
         return {"rps": float(row["rps"]), "p50": float(row["p50_latency_ms"]), "p99": float(row["p99_latency_ms"])}
 
