@@ -147,12 +147,13 @@ class Server:
 
     def check_alive(self):
         if self.process.poll() is not None:
-            self.fail(f"exited with status {self.process.returncode}")
+            self.fail("stopped")
 
     def fail(self, message):
+        status = "running" if self.process.poll() is None else f"exited with status {self.process.returncode}"
         self.log.seek(0)
         tail = self.log.read()[-2000:]
-        fail(f"{self.name} (port {self.port}) {message}; its output ends with:\n{tail}")
+        fail(f"{self.name} (port {self.port}, {status}) {message}; its output ends with:\n{tail}")
 
     def rss_kib(self):
         with open(f"/proc/{self.process.pid}/status") as status:
@@ -222,8 +223,14 @@ class Bench:
         server.check_alive()
         rows = [row for row in csv.DictReader(stdout.splitlines()) if row.get("rps")]
         if benchmark.returncode != 0 or not rows or "Error" in stderr:
-            fail(f"redis-benchmark against {server.name} ({' '.join(argv)}) exited {benchmark.returncode}:\n"
-                 f"{stdout}{stderr}")
+            # A server stopping (a signal from elsewhere) first closes its clients:
+            # give it a second to exit, so that the message says so; its output follows.
+            try:
+                server.process.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                pass
+            server.fail(f"failed redis-benchmark ({' '.join(argv)}), which exited {benchmark.returncode}:\n"
+                        f"{stdout}{stderr}")
         row = rows[-1]
         return {"rps": float(row["rps"]), "p50": float(row["p50_latency_ms"]), "p99": float(row["p99_latency_ms"])}
 
