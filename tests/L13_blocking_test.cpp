@@ -129,8 +129,9 @@ TEST(L13_Blocking, AWrongTypeAndBadTimeoutsGetRedissErrors) {
 // The pitfall of a timeout that races a push: the server's thread is kept busy (a posted check
 // that spins) until the waiter's deadline has passed and the pusher's request has arrived, so
 // one turn of the Waiter finds both, and wakes the pusher's reader before it expires the timer.
-// The push serves the waiter, still queued, whose fiber then finds its timer fired too: it must
-// still reply with its element, not a null, and the element must not stay in the list.
+// The push serves the waiter, still queued, whose timer has fired too: it must still reply with
+// its element, not a null, and the element must not stay in the list. (wait_any reports the
+// Event, which wins over the deadline; blocking_pop looks at `served` first all the same.)
 TEST(L13_Blocking, AWaiterServedAfterItsTimeoutFiredStillGetsItsElement) {
     KvServerThread server;
     Client client(server.port), pusher(server.port);

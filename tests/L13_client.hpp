@@ -226,8 +226,9 @@ bool wait_until(Predicate done) {
 // A KvServer with a door for the test's thread: on_server(check) runs `check` on the server's
 // thread, on a fiber of its own between the clients' turns, and returns what it returned. That
 // is how a test reads what only the server's thread may read (BlockedLists::waiters(), the
-// keyspace) without adding a lock or an atomic to the lesson. The inbox is opened and released
-// on the server's thread, in serve(), as an Event must be (inbox.hpp).
+// keyspace) without adding a lock or an atomic to the lesson. The inbox is opened by the
+// constructor, which ServerThread runs on the server's thread before it lets the test post, and
+// released at the end of serve(), on that thread too, as an Event must be (inbox.hpp).
 class ProbedKvServer {
 public:
     explicit ProbedKvServer(const KvOptions& options) : server(options) {}
@@ -235,7 +236,6 @@ public:
     std::uint16_t port() const { return server.port(); }
 
     void serve(int stop_fd) {
-        probes_.open();
         fib::scope({.name = "probed kv_server"}, [&](fib::Scope& scope) {
             scope.spawn({.name = "probes"}, [this] { run_probes(); });
             server.serve(stop_fd);
@@ -277,7 +277,7 @@ private:
         } while (probes_.wait());
     }
 
-    fib::Inbox<std::function<void()>> probes_{fib::Inbox<std::function<void()>>::Closed{}};
+    fib::Inbox<std::function<void()>> probes_;
 };
 
 // A server with small limits unless a test gives others, on an ephemeral port, quiet.

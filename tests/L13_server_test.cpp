@@ -118,19 +118,21 @@ TEST(L13_Server, ABatchParkedInTheMiddleKeepsItsBytesWhileOthersReadIntoTheShare
     EXPECT_EQ(b.command({"GET", "b"}), bulk("theirs-theirs-theirs-theirs-theirs"));
 }
 
-// The pitfall of two fibers sending on one socket: while the writer sends a big reply the kernel
-// would not take at once, the reader runs the client's PINGs (held stays under pause_output) and
-// must leave their replies to the writer's next turn. The client reads 16 KiB, sends a PING, and
-// so on: each read makes room that either fiber could fill. The stream must be the bulk, whole,
-// then the PONGs.
+// The pitfall of two fibers sending on one socket: a reply bigger than the server's send buffer
+// can grow to (tcp_wmem's maximum) leaves the writer with the rest, while the reader runs the
+// client's PINGs (pause_output is raised above the reply) and must leave their replies to the
+// writer's next turn. The client reads 16 KiB, sends a PING, and so on: each read makes room in
+// the kernel that either fiber could fill. The stream must be the bulk, whole, then the PONGs.
 TEST(L13_Server, RepliesRunWhileTheWriterSendsLeaveInOrder) {
-    KvServerThread server;
-    const std::string big(600 * 1024, 'b');
+    KvLimits limits;
+    limits.pause_output = 64 * 1024 * 1024;
+    KvServerThread server(test_options(limits));
+    const std::string big(l04_echo::kernel_buffer_max("tcp_wmem") + 1024 * 1024, 'b');
     set_on_server(server, "big", big);
     Client client(server.port, 16 * 1024);
     std::string expected;
     int pings = 0;
-    for (int round = 0; round < 3; ++round) {
+    for (int round = 0; round < 2; ++round) {
         ASSERT_TRUE(client.send("GET big\r\n"));
         expected += bulk(big);
         for (std::size_t have = client.received.size(); have < expected.size(); have = client.received.size()) {
