@@ -356,7 +356,7 @@ stage_files = $(call stage_lib,$(1)) $(call stage_headers,$(1)) \
               $(foreach f,$(call collect,$(1),EMBED),$(lastword $(subst =, ,$(f))))
 objects = $(addprefix $(OUT)/lesson$(1)/obj/,$(addsuffix .o,$(basename $(2))))
 
-.PHONY: all programs help run test test-shuffled bench bench-echo check-stack check-backtrace check-echo-server \
+.PHONY: all programs help run test test-shuffled bench bench-echo bench-redis check-stack check-backtrace check-echo-server \
         check-gdb check-tree check-text check-exercises check-docs docs gtest-check clean print-lessons FORCE
 all: $(addprefix lesson,$(LESSONS))
 
@@ -520,6 +520,15 @@ bench-echo-lesson$(1): lesson$(1)
 endef
 $(foreach n,$(LESSONS),$(if $(filter echo_server,$(call stage_programs,$(n))),$(eval $(call ECHO_SERVER_STAGE,$(n)))))
 
+# The stage's kv_server beside redis-server under redis-benchmark (make bench-redis-lesson13):
+# lesson 13. scripts/bench-redis.py installs redis-server and redis-tools when missing.
+define KV_SERVER_STAGE
+.PHONY: bench-redis-lesson$(1)
+bench-redis-lesson$(1): lesson$(1)
+	@scripts/bench-redis.py $(OUT)/lesson$(1)/kv_server
+endef
+$(foreach n,$(LESSONS),$(if $(filter kv_server,$(call stage_programs,$(n))),$(eval $(call KV_SERVER_STAGE,$(n)))))
+
 
 # ---- Timelines ------------------------------------------------------------------------------
 # make timeline-lessonN runs stage N's demo with FIB_TRACE set (lesson 2's trace.hpp) and draws
@@ -660,6 +669,7 @@ programs: lesson$(LAST_LESSON)
 # Benchmarks: never part of make test. See tests/bench/ and scripts/bench-echo.sh.
 bench: bench-lesson$(LAST_LESSON)
 bench-echo: bench-echo-lesson$(LAST_LESSON)
+bench-redis: bench-redis-lesson$(LAST_LESSON)
 
 # The echo_server program serves a line and stops cleanly on SIGINT, on every stage that has one;
 # so do co_echo_server, and cluster_echo, with every thread stopped.
@@ -713,6 +723,9 @@ help:
 	@echo "                      offloaded, in 5 rounds (N >= 8; about 50 s; ROUNDS=N)"
 	@echo "make bench-cluster-lessonN  stage N's cluster_echo with 1 and 2 threads, at three CPU"
 	@echo "                      costs per read, in 5 rounds (N >= 9; about 100 s; ROUNDS=N)"
+	@echo "make bench-redis-lessonN  stage N's kv_server beside redis-server under redis-benchmark,"
+	@echo "                      3 rounds of each row (N >= 13; about 3.5 min on the shared VM; ROUNDS=N;"
+	@echo "                      BENCH_SCALE=0.1 does a tenth, in about 30 s)"
 	@echo "make timeline-lessonN stage N's demo traced (FIB_TRACE), drawn into lessons/NN-*/timeline.svg"
 	@echo "                      by scripts/trace-view.py (N >= 2; lesson 2's APPENDIX.md says how)"
 	@echo "make timelines        every stage's timeline.svg"
@@ -735,6 +748,7 @@ help:
 	@echo "                      tree for each; about 2 min after make test)"
 	@echo "make bench            bench-lesson$(LAST_LESSON): the whole table (about 3.5 min)"
 	@echo "make bench-echo       bench-echo-lesson$(LAST_LESSON) (about 11 min)"
+	@echo "make bench-redis      bench-redis-lesson$(LAST_LESSON)"
 	@echo "make check-stack      check that no built binary has an executable stack, and the"
 	@echo "                      assembly's CET note and unwind rows (scripts/check-asm.py)"
 	@echo "make check-backtrace  check that gdb's bt inside a fiber ends at the trampoline"
