@@ -148,7 +148,7 @@ KV_13   := $(L13)/resp.cpp $(L13)/reply.cpp $(L13)/keyspace.cpp $(L13)/glob.cpp 
            $(L13)/session.cpp $(L13)/blocking.cpp $(L13)/blocking_commands.cpp $(L13)/pubsub.cpp \
            $(L13)/pubsub_commands.cpp $(L13)/snapshot.cpp
 SERVER_13 := $(L13)/kv_connection.cpp $(L13)/kv_server.cpp $(SCOPED_12)
-TESTS_13 := $(KV_13) $(SERVER_13) $(L13)/kv_cluster.cpp
+TESTS_13 := $(KV_13) $(SERVER_13) $(L13)/kv_cluster.cpp $(L13)/resp_client.cpp
 DEMO_13 += $(KV_13) $(SERVER_13)
 PROGRAMS_13            := kv_server
 SOURCES_13_kv_server   := $(L13)/kv_main.cpp $(KV_13) $(SERVER_13) $(L13)/kv_cluster.cpp $(SHARDED_9) \
@@ -560,8 +560,9 @@ timelines: $(addprefix timeline-lesson,$(TIMELINE_LESSONS))
 # ---- Exercises -------------------------------------------------------------------------------
 # A "build it" exercise K of lesson N has a suite, tests/exercises/LNN_exK_<name>_test.cpp,
 # and may have files the learner edits, in lessons/NN-*/exercises/exK_<name>/. Each is built
-# into an exercise binary of its own against stage N's library, so one that does not compile
-# yet hides no other. `make exercise-lessonN` (EX=K for one) builds and runs them through
+# into an exercise binary of its own against stage N's library (and the sources the stage's
+# tests are built with, from an archive: lesson 13's command layer), so one that does not
+# compile yet hides no other. `make exercise-lessonN` (EX=K for one) builds and runs them through
 # scripts/exercises.py; the reference solutions are lessons/NN-*/solutions/exK_<name>.patch.
 exercise_name = $(patsubst L$(call nn,$(1))_%_test.cpp,%,$(notdir $(2)))
 define EXERCISE
@@ -570,7 +571,8 @@ $$(EXERCISE_OWN_$(1)_$(3)): CPPFLAGS += -Ilessons/$(DIR_$(1))/exercises/$(3) -It
 $$(EXERCISE_OWN_$(1)_$(3)): | gtest-check
 $(call objects,$(1),$(2)): $(PCH).gch
 $(call objects,$(1),$(2)): CPPFLAGS += -Winvalid-pch -include $(PCH)
-$(OUT)/lesson$(1)/exercises/$(3): $(OUT)/lesson$(1)/obj/tests/main.o $$(EXERCISE_OWN_$(1)_$(3)) $(OUT)/lesson$(1)/libfib.a
+$(OUT)/lesson$(1)/exercises/$(3): $(OUT)/lesson$(1)/obj/tests/main.o $$(EXERCISE_OWN_$(1)_$(3)) \
+                                   $(OUT)/lesson$(1)/test-helpers.a $(OUT)/lesson$(1)/libfib.a
 	@mkdir -p $$(@D)
 	$$(call step,LINK,lesson$(1),exercises/$(3),$$(CXX) $$(LDFLAGS) $$^ $$(GTEST_LIBS) $$(LDLIBS) -o $$@)
 -include $$(EXERCISE_OWN_$(1)_$(3):.o=.d)

@@ -71,6 +71,7 @@ struct CommandSpec {
     Handler handler;
     KeySpec keys = {};
     std::span<const CommandSpec> subcommands = {};
+    bool blocks = false;  // may park until another client acts (BLPOP)
 };
 
 // The positions of a command's keys in `command`, by its spec.

@@ -1,11 +1,18 @@
 // kv_cluster.cpp — lesson 13: forwarding a command to the thread that holds its keys, and merging every thread's reply.
 #include "kv_cluster.hpp"
 
+#include <sys/eventfd.h>
+
+#include <cerrno>
 #include <exception>
 #include <functional>
+#include <future>
 #include <string>
+#include <system_error>
 
+#include "../09-cluster/sharded.hpp"
 #include "fib/cancel.hpp"
+#include "fib/tcp.hpp"
 
 std::size_t thread_of(std::string_view key, std::size_t threads) {
     const std::size_t open = key.find('{');
@@ -69,7 +76,7 @@ void ShardRouter::finish(Forwarded& job) {
     spare_events_.push_back(std::move(job.done));
 }
 
-bool ShardRouter::route(const kv::CommandSpec& spec, const resp::Command& command, kv::Session&,
+bool ShardRouter::route(const kv::CommandSpec& spec, const resp::Command& command, kv::Session& session,
                         std::string& out) {
     if (spec.keys.every_thread) {
         run_everywhere(command, out);
@@ -85,6 +92,7 @@ bool ShardRouter::route(const kv::CommandSpec& spec, const resp::Command& comman
         }
     }
     if (thread == self_) return false;
+    if (spec.blocks) session.flush();
     Forwarded job;
     job.command = &command;
     start(job, thread);
@@ -130,4 +138,49 @@ void ShardRouter::run_everywhere(const resp::Command& command, std::string& out)
         replies.push_back(std::move(jobs[thread].reply));
     }
     out += merged(replies);
+}
+
+KvCluster::KvCluster(const KvOptions& options, std::size_t threads, const char* backend)
+    : options_(options), served_(threads), cluster_({.threads = threads, .backend = backend}) {
+    for (std::size_t i = 0; i < threads; ++i) stores_.push_back(owned_.emplace_back(std::make_unique<kv::Store>()).get());
+    listeners_ = listen_on_every_thread(options.bind, options.port, threads);
+    port_ = fib::tcp::local_port(listeners_[0].get());
+}
+
+KvCluster::~KvCluster() { stop(); }
+
+void KvCluster::start() {
+    cluster_.start([this](std::size_t index) { serve(index); });
+}
+
+void KvCluster::stop() {
+    if (stopped_) return;
+    stopped_ = true;
+    cluster_.stop();
+    cluster_.join();
+}
+
+std::size_t KvCluster::blocked_clients() {
+    std::size_t total = 0;
+    for (std::size_t thread = 0; thread < stores_.size(); ++thread) {
+        std::promise<std::size_t> count;
+        kv::Store* const store = stores_[thread];
+        if (!cluster_.try_post(thread, [&count, store] { count.set_value(store->blocked.waiters()); })) continue;
+        total += count.get_future().get();
+    }
+    return total;
+}
+
+// Thread `index`'s main: its server, until Cluster::stop() cancels this fiber.
+void KvCluster::serve(std::size_t index) {
+    KvOptions own = options_;
+    own.snapshot_path += "." + std::to_string(index);
+    ShardRouter router(cluster_, stores_, index);
+    stores_[index]->router = &router;
+    KvServer server(own, *stores_[index], std::move(listeners_[index]));
+    const fib::UniqueFd never(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));  // nothing writes it
+    if (!never) throw std::system_error(errno, std::generic_category(), "eventfd");
+    server.serve(never.get());
+    stores_[index]->router = nullptr;
+    served_[index] = server.clients_served();
 }

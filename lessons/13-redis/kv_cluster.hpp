@@ -1,6 +1,10 @@
 // kv_cluster.hpp — lesson 13: the per-core variant: keys sharded over threads, a command for another thread's keys forwarded to it.
 //
-//   kv_server --threads 2
+//   KvCluster cluster(options, 2);   // listens on options.port from every thread
+//   cluster.start();                 // the threads serve
+//   ...
+//   cluster.stop();                  // from a thread of its own: every client closed
+//   (kv_server --threads 2)
 //
 // Lesson 9's shape: a Cluster of threads, each with its own FiberManager,
 // Waiter and listener on the same port (SO_REUSEPORT), and here each with
@@ -40,6 +44,7 @@
 #include "commands.hpp"
 #include "fib/cluster.hpp"
 #include "fib/event.hpp"
+#include "kv_server.hpp"
 #include "store.hpp"
 
 // Which of `threads` threads holds `key`: by its hash, or by the hash of its
@@ -69,4 +74,44 @@ private:
     std::size_t self_;
     std::vector<std::unique_ptr<fib::Event>> spare_events_;  // one per forward under way, reused
     std::size_t forwarded_ = 0;
+};
+
+// The variant as a whole: the stores, the listeners, the cluster's threads,
+// each serving a KvServer on its store with its ShardRouter. The stores
+// outlive the threads: a thread's store is reached by the others' forwarded
+// commands until every thread has ended.
+class KvCluster {
+public:
+    // Listens on every thread's socket at once (SO_REUSEPORT); throws
+    // std::system_error if the port cannot be had. SAVE's file is
+    // options.snapshot_path + ".N" on thread N.
+    KvCluster(const KvOptions& options, std::size_t threads, const char* backend = nullptr);
+    ~KvCluster();  // stop()
+
+    void start();
+    // From a thread that is none of the cluster's: cancels every thread's
+    // server, which closes its clients, and waits for the threads to end.
+    void stop();
+
+    std::uint16_t port() const { return port_; }
+    // The clients blocked in BLPOP or BRPOP on every thread's keys (as
+    // Redis's INFO says blocked_clients). From a thread that is none of the
+    // cluster's: it asks each thread, and waits for the answers.
+    std::size_t blocked_clients();
+    std::size_t threads() const { return stores_.size(); }
+    // Once stopped: thread `index`'s store, and the connections it served.
+    const kv::Store& store(std::size_t index) const { return *owned_[index]; }
+    unsigned long long served(std::size_t index) const { return served_[index]; }
+
+private:
+    void serve(std::size_t index);
+
+    KvOptions options_;
+    std::vector<std::unique_ptr<kv::Store>> owned_;
+    std::vector<kv::Store*> stores_;
+    std::vector<fib::UniqueFd> listeners_;
+    std::vector<unsigned long long> served_;
+    std::uint16_t port_ = 0;
+    bool stopped_ = false;
+    fib::Cluster cluster_;
 };

@@ -18,9 +18,6 @@
 #include "../06-time-and-events/stop_signals.hpp"
 #include "../06-time-and-events/timeout_flags.hpp"
 #include "../09-cluster/sharded.hpp"
-#include <sys/eventfd.h>
-
-#include "fib/cluster.hpp"
 #include "fib/fiber_manager.hpp"
 #include "fib/poller.hpp"
 #include "fib/tcp.hpp"
@@ -73,45 +70,25 @@ int serve_one_thread(const ServerFlags& flags, const KvOptions& options, int sto
     return 0;
 }
 
-// The stores outlive the cluster: a thread's store is reached by the others'
-// forwarded commands until every thread has ended.
 int serve_per_core(const ServerFlags& flags, const KvOptions& options, std::size_t threads, int stop_fd) {
-    std::vector<std::unique_ptr<kv::Store>> owned;
-    std::vector<kv::Store*> stores;
-    for (std::size_t i = 0; i < threads; ++i) stores.push_back(owned.emplace_back(std::make_unique<kv::Store>()).get());
-    std::vector<fib::UniqueFd> listeners;
+    std::unique_ptr<KvCluster> cluster;
     try {
-        listeners = listen_on_every_thread(flags.bind, flags.port, threads);
+        cluster = std::make_unique<KvCluster>(options, threads, flags.backend);
     } catch (const std::exception& error) {
         std::fprintf(stderr, "kv_server: %s\n", error.what());
         return 1;
     }
-    const unsigned port = fib::tcp::local_port(listeners[0].get());
-    std::vector<unsigned long long> served(threads);
-    fib::Cluster cluster({.threads = threads, .backend = flags.backend});
-    cluster.start([&](std::size_t index) {
-        KvOptions own = options;
-        own.snapshot_path += "." + std::to_string(index);
-        ShardRouter router(cluster, stores, index);
-        stores[index]->router = &router;
-        KvServer server(own, *stores[index], std::move(listeners[index]));
-        // Until Cluster::stop() cancels this fiber: nothing writes it.
-        const fib::UniqueFd never(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-        server.serve(never.get());
-        stores[index]->router = nullptr;
-        served[index] = server.clients_served();
-    });
+    cluster->start();
     std::printf("kv_server: listening on %s:%u with %zu threads, the keys sharded over them; try: redis-cli -p %u; "
                 "Ctrl-C stops it\n",
-                flags.bind, port, threads, port);
+                flags.bind, cluster->port(), threads, cluster->port());
     std::fflush(stdout);
     const char* signal = wait_for_stop_signal(stop_fd);
-    cluster.stop();
-    cluster.join();
+    cluster->stop();
     std::printf("kv_server: %s: connections per thread:", signal);
-    for (const unsigned long long count : served) std::printf(" %llu", count);
+    for (std::size_t i = 0; i < threads; ++i) std::printf(" %llu", cluster->served(i));
     std::printf("; keys per thread:");
-    for (const kv::Store* store : stores) std::printf(" %zu", store->keyspace.size());
+    for (std::size_t i = 0; i < threads; ++i) std::printf(" %zu", cluster->store(i).keyspace.size());
     std::printf("\n");
     return 0;
 }
