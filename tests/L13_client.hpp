@@ -4,6 +4,7 @@
 // Included by tests/L13_server_test.cpp and tests/L13_blocking_test.cpp.
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -65,7 +66,8 @@ inline std::optional<std::size_t> reply_end(std::string_view bytes, std::size_t 
     const std::size_t line_end = bytes.find("\r\n", at);
     if (at >= bytes.size() || line_end == std::string_view::npos) return std::nullopt;
     const char kind = bytes[at];
-    const long long count = kind == '$' || kind == '*' ? std::atoll(std::string(bytes.substr(at + 1, line_end - at - 1)).c_str()) : 0;
+    const std::string header(bytes.substr(at + 1, line_end - at - 1));
+    const long long count = kind == '$' || kind == '*' ? std::atoll(header.c_str()) : 0;
     std::size_t end = line_end + 2;
     if (kind == '$' && count >= 0) {
         end += static_cast<std::size_t>(count) + 2;
@@ -90,8 +92,7 @@ public:
         : socket_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
         if (receive_buffer)
             ::setsockopt(socket_.get(), SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
-        connected_ = l04_echo::connect_to(socket_.get(), port);
-        EXPECT_TRUE(connected_) << "cannot connect to port " << port;
+        EXPECT_TRUE(l04_echo::connect_to(socket_.get(), port)) << "cannot connect to port " << port;
         ::fcntl(socket_.get(), F_SETFL, O_NONBLOCK);
     }
 
@@ -178,7 +179,6 @@ private:
     }
 
     fib::UniqueFd socket_;
-    bool connected_ = false;
 };
 
 // The server's end of `client`'s connection: the socket of this process whose peer is the
