@@ -30,7 +30,7 @@ std::size_t subscribers(KvServerThread& server, const char* channel) {
 // Sends `request` and returns once the server counts `blocked` clients blocked in all.
 void block(KvServerThread& server, Client& client, const std::string& request, std::size_t blocked) {
     ASSERT_TRUE(client.send(request));
-    ASSERT_TRUE(wait_until([&] { return waiters(server) == blocked; })) << request;
+    ASSERT_TRUE(server.eventually_on_server([&] { return server.store().blocked.waiters() == blocked; })) << request;
 }
 
 // ---- L13_Blocking ---------------------------------------------------------------------------

@@ -28,6 +28,7 @@
 #include "../lessons/13-redis/kv_server.hpp"
 #include "L04_echo_harness.hpp"
 #include "L04_server_thread.hpp"
+#include "fib/fiber_manager.hpp"
 #include "fib/inbox.hpp"
 #include "fib/scope.hpp"
 
@@ -291,6 +292,20 @@ struct KvServerThread : ServerThread<ProbedKvServer> {
     template <class Check>
     auto on_server(Check check) {
         return server->on_server(check);
+    }
+    // Waits on the server's thread until `condition` holds, yielding to its fibers between looks
+    // (the Waiter's among them, which takes in what the kernel has): one round trip between the
+    // threads, however many steps the server takes. False after half the patience.
+    template <class Condition>
+    bool eventually_on_server(Condition condition) {
+        return on_server([&] {
+            const auto deadline = Clock::now() + kPatience / 2;
+            while (!condition()) {
+                if (Clock::now() > deadline) return false;
+                fib::this_fiber::yield();
+            }
+            return true;
+        });
     }
     kv::Store& store() { return server->server.store(); }
     const KvCounts& counts() const { return live->server.counts(); }
