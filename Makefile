@@ -41,7 +41,8 @@ DIR_13 := 13-redis
 # need besides tests/LNN_*_test.cpp, and its programs. A program belongs to the
 # lesson that lists it and to every later stage; a later lesson may list it
 # again with other sources (lesson 6's echo_server), which then build it from
-# that stage on.
+# that stage on. CHECK_SCRIPTS_N holds SCRIPT=PROGRAM pairs: make test-lessonM, for
+# M >= N, runs each SCRIPT with stage M's PROGRAM ($(OUT)/lessonM/PROGRAM) after the tests.
 DEMO_1  := lessons/$(DIR_1)/main.cpp
 TESTS_1 := tests/L01_probes.S
 
@@ -141,17 +142,23 @@ DEMO_12 := $(L12)/main.cpp $(SCOPED_12) $(L12)/critics.cpp
 TESTS_12 := $(SCOPED_12)
 
 L13     := lessons/$(DIR_13)
-DEMO_13 := $(L13)/main.cpp
+DEMO_13 := $(L13)/main.cpp $(L13)/resp_client.cpp
 KV_13   := $(L13)/resp.cpp $(L13)/reply.cpp $(L13)/keyspace.cpp $(L13)/glob.cpp $(L13)/commands.cpp \
            $(L13)/string_commands.cpp $(L13)/key_commands.cpp $(L13)/list_commands.cpp \
            $(L13)/session.cpp $(L13)/blocking.cpp $(L13)/blocking_commands.cpp $(L13)/pubsub.cpp \
            $(L13)/pubsub_commands.cpp $(L13)/snapshot.cpp
 SERVER_13 := $(L13)/kv_connection.cpp $(L13)/kv_server.cpp $(SCOPED_12)
-TESTS_13 := $(KV_13) $(SERVER_13)
-DEMO_13 += $(KV_13)
+TESTS_13 := $(KV_13) $(SERVER_13) $(L13)/kv_cluster.cpp $(L13)/resp_client.cpp
+DEMO_13 += $(KV_13) $(SERVER_13)
 PROGRAMS_13            := kv_server
-SOURCES_13_kv_server   := $(L13)/kv_main.cpp $(KV_13) $(SERVER_13) $(L6)/stop_signals.cpp $(L6)/timeout_flags.cpp \
-                          $(L4)/server_program.cpp
+SOURCES_13_kv_server   := $(L13)/kv_main.cpp $(KV_13) $(SERVER_13) $(L13)/kv_cluster.cpp $(SHARDED_9) \
+                          $(L6)/timeout_flags.cpp $(L4)/server_program.cpp
+# make test-lesson13 and later play lessons/13-redis/compare_session.txt to the stage's kv_server
+# and to redis-server side by side, and compare every reply (scripts/redis-compare.py).
+CHECK_SCRIPTS_13 := scripts/redis-compare.py=kv_server
+# make run-lesson13 starts the server (it prints how to talk to it with redis-cli); the demo is
+# build/lesson13/demo.
+RUN_13 := kv_server --port 6380
 
 # Benchmarks: tests/bench/bench_main.cpp and the rows of lessons 1..N (tests/bench/LNN_*),
 # plus what a lesson's rows need.
@@ -349,7 +356,7 @@ stage_files = $(call stage_lib,$(1)) $(call stage_headers,$(1)) \
               $(foreach f,$(call collect,$(1),EMBED),$(lastword $(subst =, ,$(f))))
 objects = $(addprefix $(OUT)/lesson$(1)/obj/,$(addsuffix .o,$(basename $(2))))
 
-.PHONY: all programs help run test test-shuffled bench bench-echo check-stack check-backtrace check-echo-server \
+.PHONY: all programs help run test test-shuffled bench bench-echo bench-redis check-stack check-backtrace check-echo-server \
         check-gdb check-tree check-text check-exercises check-docs docs gtest-check clean print-lessons FORCE
 all: $(addprefix lesson,$(LESSONS))
 
@@ -361,6 +368,12 @@ PROGRAM_OBJS_$(1) += $(call objects,$(1),$(call program_srcs,$(1),$(2)))
 $(OUT)/lesson$(1)/$(2): $(call objects,$(1),$(call program_srcs,$(1),$(2))) $(OUT)/lesson$(1)/libfib.a
 	$$(call step,LINK,lesson$(1),$$(@F),$$(CXX) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@)
 
+endef
+
+# A newline and a tab: what starts the next line of a recipe that a $(foreach) writes.
+define recipe_break
+
+	
 endef
 
 define STAGE
@@ -449,12 +462,13 @@ lesson$(1): $(OUT)/lesson$(1)/demo $(OUT)/lesson$(1)/layers.ok \
             $(addprefix $(OUT)/lesson$(1)/,$(call stage_programs,$(1)))
 
 run-lesson$(1): lesson$(1)
-	$(OUT)/lesson$(1)/demo
+	$(OUT)/lesson$(1)/$(or $(RUN_$(1)),demo)
 
 test-lesson$(1): gtest-check lesson$(1) $(OUT)/lesson$(1)/tests $(OUT)/lesson$(1)/tests-layers.ok
 	$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests.log,$(TEST_ENV) timeout $(TEST_TIMEOUT) $(OUT)/lesson$(1)/tests)
 	$(if $(TWICE_$(1)),$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests-twice.log,$(TEST_ENV) $(TWICE_ENV_$(1)) timeout $(TEST_TIMEOUT) $(OUT)/lesson$(1)/tests --gtest_filter='$(TWICE_$(1))',$(TWICE_ENV_$(1))))
 	$(if $(strip $(call collect,$(1),COMPILE_FAIL)),$$(call step,CHECK,lesson$(1),code that must not compile,scripts/check-compile-fail.sh "$(CXX) -std=c++20 $(call stage_include,$(1))" $(call collect,$(1),COMPILE_FAIL)))
+	$(foreach check,$(call collect,$(1),CHECK_SCRIPTS),$$(call step,CHECK,lesson$(1),$(firstword $(subst =, ,$(check))),$(TEST_ENV) $(subst =, $(OUT)/lesson$(1)/,$(check)))$(recipe_break))
 
 # ROUNDS=3: the bench that many times, and the range of each figure and ratio over them
 # (scripts/bench-rounds.sh); SECTIONS="switch manager": only those sections' rows.
@@ -506,6 +520,15 @@ bench-echo-lesson$(1): lesson$(1)
 endef
 $(foreach n,$(LESSONS),$(if $(filter echo_server,$(call stage_programs,$(n))),$(eval $(call ECHO_SERVER_STAGE,$(n)))))
 
+# The stage's kv_server beside redis-server under redis-benchmark (make bench-redis-lesson13):
+# lesson 13. scripts/bench-redis.py installs redis-server and redis-tools when missing.
+define KV_SERVER_STAGE
+.PHONY: bench-redis-lesson$(1)
+bench-redis-lesson$(1): lesson$(1)
+	@scripts/bench-redis.py $(OUT)/lesson$(1)/kv_server
+endef
+$(foreach n,$(LESSONS),$(if $(filter kv_server,$(call stage_programs,$(n))),$(eval $(call KV_SERVER_STAGE,$(n)))))
+
 
 # ---- Timelines ------------------------------------------------------------------------------
 # make timeline-lessonN runs stage N's demo with FIB_TRACE set (lesson 2's trace.hpp) and draws
@@ -537,8 +560,9 @@ timelines: $(addprefix timeline-lesson,$(TIMELINE_LESSONS))
 # ---- Exercises -------------------------------------------------------------------------------
 # A "build it" exercise K of lesson N has a suite, tests/exercises/LNN_exK_<name>_test.cpp,
 # and may have files the learner edits, in lessons/NN-*/exercises/exK_<name>/. Each is built
-# into an exercise binary of its own against stage N's library, so one that does not compile
-# yet hides no other. `make exercise-lessonN` (EX=K for one) builds and runs them through
+# into an exercise binary of its own against stage N's library (and the sources the stage's
+# tests are built with, from an archive: lesson 13's command layer), so one that does not
+# compile yet hides no other. `make exercise-lessonN` (EX=K for one) builds and runs them through
 # scripts/exercises.py; the reference solutions are lessons/NN-*/solutions/exK_<name>.patch.
 exercise_name = $(patsubst L$(call nn,$(1))_%_test.cpp,%,$(notdir $(2)))
 define EXERCISE
@@ -547,7 +571,8 @@ $$(EXERCISE_OWN_$(1)_$(3)): CPPFLAGS += -Ilessons/$(DIR_$(1))/exercises/$(3) -It
 $$(EXERCISE_OWN_$(1)_$(3)): | gtest-check
 $(call objects,$(1),$(2)): $(PCH).gch
 $(call objects,$(1),$(2)): CPPFLAGS += -Winvalid-pch -include $(PCH)
-$(OUT)/lesson$(1)/exercises/$(3): $(OUT)/lesson$(1)/obj/tests/main.o $$(EXERCISE_OWN_$(1)_$(3)) $(OUT)/lesson$(1)/libfib.a
+$(OUT)/lesson$(1)/exercises/$(3): $(OUT)/lesson$(1)/obj/tests/main.o $$(EXERCISE_OWN_$(1)_$(3)) \
+                                   $(OUT)/lesson$(1)/test-helpers.a $(OUT)/lesson$(1)/libfib.a
 	@mkdir -p $$(@D)
 	$$(call step,LINK,lesson$(1),exercises/$(3),$$(CXX) $$(LDFLAGS) $$^ $$(GTEST_LIBS) $$(LDLIBS) -o $$@)
 -include $$(EXERCISE_OWN_$(1)_$(3):.o=.d)
@@ -644,6 +669,7 @@ programs: lesson$(LAST_LESSON)
 # Benchmarks: never part of make test. See tests/bench/ and scripts/bench-echo.sh.
 bench: bench-lesson$(LAST_LESSON)
 bench-echo: bench-echo-lesson$(LAST_LESSON)
+bench-redis: bench-redis-lesson$(LAST_LESSON)
 
 # The echo_server program serves a line and stops cleanly on SIGINT, on every stage that has one;
 # so do co_echo_server, and cluster_echo, with every thread stopped.
@@ -678,7 +704,7 @@ help:
 	@echo ""
 	@echo "make                  build every stage, its demo and its programs (build/lessonN/)"
 	@echo "make lessonN          build stage N from lessons 1..N only (N = $(LESSONS))"
-	@echo "make run-lessonN      run stage N's demo"
+	@echo "make run-lessonN      run stage N's demo (stage 13: start kv_server on port 6380)"
 	@echo "make test-lessonN     run the tests of lessons 1..N against stage N"
 	@echo "make bench-lessonN    the benchmark rows of lessons 1..N, on stage N (about 25 s for"
 	@echo "                      N=1, 45 s for N=6, 90 s for N=7, 2 min for N=8, 2.5 min for N=9,"
@@ -697,6 +723,9 @@ help:
 	@echo "                      offloaded, in 5 rounds (N >= 8; about 50 s; ROUNDS=N)"
 	@echo "make bench-cluster-lessonN  stage N's cluster_echo with 1 and 2 threads, at three CPU"
 	@echo "                      costs per read, in 5 rounds (N >= 9; about 100 s; ROUNDS=N)"
+	@echo "make bench-redis-lessonN  stage N's kv_server beside redis-server under redis-benchmark,"
+	@echo "                      3 rounds of each row (N >= 13; about 3.5 min on the shared VM; ROUNDS=N;"
+	@echo "                      BENCH_SCALE=0.1 does a tenth, in about 30 s)"
 	@echo "make timeline-lessonN stage N's demo traced (FIB_TRACE), drawn into lessons/NN-*/timeline.svg"
 	@echo "                      by scripts/trace-view.py (N >= 2; lesson 2's APPENDIX.md says how)"
 	@echo "make timelines        every stage's timeline.svg"
@@ -719,6 +748,7 @@ help:
 	@echo "                      tree for each; about 2 min after make test)"
 	@echo "make bench            bench-lesson$(LAST_LESSON): the whole table (about 3.5 min)"
 	@echo "make bench-echo       bench-echo-lesson$(LAST_LESSON) (about 11 min)"
+	@echo "make bench-redis      bench-redis-lesson$(LAST_LESSON)"
 	@echo "make check-stack      check that no built binary has an executable stack, and the"
 	@echo "                      assembly's CET note and unwind rows (scripts/check-asm.py)"
 	@echo "make check-backtrace  check that gdb's bt inside a fiber ends at the trampoline"

@@ -15,7 +15,10 @@
 #include "fib/timer.hpp"
 
 ScopedServer::ScopedServer(const char* program, const char* bind, std::uint16_t port)
-    : program_(program), listener_(fib::tcp::listen(bind, port)), port_(fib::tcp::local_port(listener_.get())) {}
+    : ScopedServer(program, fib::tcp::listen(bind, port)) {}
+
+ScopedServer::ScopedServer(const char* program, fib::UniqueFd listener)
+    : program_(program), listener_(std::move(listener)), port_(fib::tcp::local_port(listener_.get())) {}
 
 // The whole life of the server is one scope: it returns when the acceptor and
 // the last client have ended, which the cancel below makes soon.

@@ -30,6 +30,8 @@ class ScopedServer {
 public:
     // Binds and listens at once; throws std::system_error if it cannot.
     ScopedServer(const char* program, const char* bind, std::uint16_t port);
+    // Serves on a listening socket made elsewhere (one per thread, SO_REUSEPORT: lesson 9).
+    ScopedServer(const char* program, fib::UniqueFd listener);
     virtual ~ScopedServer() = default;
     ScopedServer(const ScopedServer&) = delete;
     ScopedServer& operator=(const ScopedServer&) = delete;

@@ -10,11 +10,10 @@
 #include "handlers.hpp"
 
 namespace kv {
-namespace {
 
-// The timeout in seconds, a decimal, as getTimeoutFromObjectOrReply reads
-// it: 0 is for ever. Nothing (and an error reply) for what is not a number
-// strtold takes whole, a negative one, or one whose milliseconds do not fit.
+// As getTimeoutFromObjectOrReply reads it: strtold must take the whole
+// argument; negative, or past what milliseconds since the epoch can hold,
+// is refused.
 std::optional<fib::Clock::duration> timeout_argument(Call& call, const std::string& text) {
     char* end = nullptr;
     errno = 0;
@@ -39,6 +38,8 @@ std::optional<fib::Clock::duration> timeout_argument(Call& call, const std::stri
     if (whole.count() == 0) return fib::Clock::duration::max();
     return std::chrono::duration_cast<fib::Clock::duration>(whole);
 }
+
+namespace {
 
 void reply_served(Call& call, const std::pair<std::string, std::string>& served) {
     call.reply.array(2);

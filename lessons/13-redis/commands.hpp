@@ -19,9 +19,11 @@
 // BLPOP waits there for a push, SAVE for the thread that writes the file.
 #pragma once
 
+#include <cstddef>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "keyspace.hpp"
 #include "reply.hpp"
@@ -43,6 +45,20 @@ struct Call {
 
 using Handler = void (*)(Call& call);
 
+// Where a command's keys are among its arguments, as Redis's legacy key
+// specs say (firstkey, lastkey, step): GET 1,1,1; MSET 1,-1,2 (every other
+// argument from the first); BLPOP 1,-2,1 (all but the timeout). A last
+// below zero counts from the end. No keys: first is 0. The per-core
+// variant (store.hpp's Router) finds a command's thread from its keys; a
+// command about the whole keyspace (KEYS, DBSIZE, FLUSHALL) or every client
+// (PUBLISH) goes to every thread.
+struct KeySpec {
+    int first = 0;
+    int last = 0;
+    int step = 0;
+    bool every_thread = false;
+};
+
 // An entry of the command table. A container (CONFIG, CLIENT, COMMAND) has
 // subcommands, chosen by the second argument; its handler runs when it is
 // given none (COMMAND alone); one whose arity is -2 or less needs none.
@@ -53,14 +69,23 @@ struct CommandSpec {
     // Redis's: the name counts; N > 0 means exactly N arguments, -N at least N.
     int arity;
     Handler handler;
+    KeySpec keys = {};
     std::span<const CommandSpec> subcommands = {};
+    bool blocks = false;  // may park until another client acts (BLPOP)
 };
+
+// The positions of a command's keys in `command`, by its spec.
+std::vector<std::size_t> key_positions(const CommandSpec& spec, const resp::Command& command);
 
 // Runs `command` and appends its one reply to `out`, then serves the clients
 // blocked on the lists it pushed to. `command` has at least its name. `out`
 // must be the same string object while the command runs (a handler that
 // parks appends after the park).
 void execute(const resp::Command& command, Store& store, Session& session, TimePoint now, std::string& out);
+
+// execute() without asking store.router: for a Router running a command on
+// the thread that holds its keys.
+void execute_here(const resp::Command& command, Store& store, Session& session, TimePoint now, std::string& out);
 
 // The table of commands, containers included (their subcommands not counted).
 std::span<const CommandSpec> command_table();

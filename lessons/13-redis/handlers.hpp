@@ -8,9 +8,11 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "commands.hpp"
+#include "fib/timer_heap.hpp"
 
 namespace kv {
 
@@ -25,11 +27,17 @@ inline constexpr std::string_view kOverflowError = "ERR increment or decrement w
 std::optional<long long> integer_argument(Call& call, std::string_view argument,
                                           std::string_view error = kNotIntegerError);
 
+// A blocking command's timeout, in seconds with decimals; 0 is for ever
+// (Clock::duration::max()). If it is not one, replies Redis's error and
+// gives nothing.
+std::optional<fib::Clock::duration> timeout_argument(Call& call, const std::string& text);
+
 // "ERR wrong number of arguments for 'name' command", for the commands that
 // check a count beyond their arity (PING, MSET, LPOP).
 void reply_arity_error(Call& call, std::string_view name);
 
-// Case-insensitive equality of an argument and an option name, as strcasecmp.
+// Case-insensitive equality of an argument and an option name, as strcasecmp
+// in the C locale (ASCII letters only).
 bool is_option(std::string_view argument, std::string_view option);
 
 void get_command(Call& call);

@@ -127,7 +127,7 @@ void KvConnection::deliver(std::string_view reply) {
 // Before it parks, a blocked command's client is sent the replies before it;
 // and a hang-up ends the wait, as it would end Redis's.
 kv::WaitEnd KvConnection::wait_to_be_served(fib::Event& served, fib::Clock::duration timeout) {
-    send_now();
+    flush();
     const fib::Ready ready = fib::wait_any({served, {socket_, POLLRDHUP}}, timeout);
     if (ready.timed_out()) return kv::WaitEnd::kTimedOut;
     return ready.index == 0 ? kv::WaitEnd::kServed : kv::WaitEnd::kGone;

@@ -63,6 +63,7 @@ public:
     ClientEnd run();
 
     void deliver(std::string_view reply) override;
+    void flush() override { send_now(); }
     kv::WaitEnd wait_to_be_served(fib::Event& served, fib::Clock::duration timeout) override;
 
 private:

@@ -3,12 +3,24 @@
 
 #include <chrono>
 #include <cstdio>
+#include <utility>
 
 #include "fib/fiber_manager.hpp"
 #include "fib/timer.hpp"
 
-KvServer::KvServer(const KvOptions& options)
-    : ScopedServer("kv_server", options.bind, options.port), options_(options) {
+KvServer::KvServer(const KvOptions& options, kv::Store& store)
+    : ScopedServer("kv_server", options.bind, options.port), options_(options), store_(store) {
+    use_store();
+}
+
+KvServer::KvServer(const KvOptions& options, kv::Store& store, fib::UniqueFd listener)
+    : ScopedServer("kv_server", std::move(listener)), options_(options), store_(store) {
+    use_store();
+}
+
+KvServer::~KvServer() { store_.pool = nullptr; }
+
+void KvServer::use_store() {
     store_.snapshot_path = options_.snapshot_path;
     store_.pool = &save_pool_;
 }

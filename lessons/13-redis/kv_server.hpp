@@ -1,6 +1,7 @@
 // kv_server.hpp — lesson 13: the Redis-compatible server on one thread: a scope of clients, the expiry timer, SAVE's worker.
 //
-//   KvServer server({.port = 6380});
+//   kv::Store store;
+//   KvServer server({.port = 6380}, store);
 //   server.serve(stop_fd);          // from a fiber; until stop_fd turns readable
 //
 // Lesson 12's ScopedServer does the accepting and the stop: every client is
@@ -42,8 +43,13 @@ struct KvCounts {
 
 class KvServer : public ScopedServer {
 public:
-    // Binds and listens at once; throws std::system_error if it cannot.
-    explicit KvServer(const KvOptions& options);
+    // Binds and listens at once; throws std::system_error if it cannot. The
+    // store is the caller's: in the per-core variant other threads reach it
+    // until every thread has ended (kv_cluster.hpp).
+    KvServer(const KvOptions& options, kv::Store& store);
+    // On a listener of its own thread (the per-core variant).
+    KvServer(const KvOptions& options, kv::Store& store, fib::UniqueFd listener);
+    ~KvServer() override;  // the store forgets the pool
 
     // From a fiber of a thread with a FiberManager and a Waiter: serves until
     // `stop_fd` turns readable or the calling fiber is cancelled.
@@ -56,12 +62,13 @@ protected:
     void serve_client(int socket) override;
 
 private:
+    void use_store();
     void expire_keys();
     void count(ClientEnd end);
 
     KvOptions options_;
     fib::ThreadPool save_pool_{1};
-    kv::Store store_;
+    kv::Store& store_;
     SharedReadBuffer read_buffer_;  // every client reads here: one thread
     long long next_id_ = 0;
     KvCounts counts_;

@@ -22,8 +22,9 @@ bool Channels::unsubscribe(Session& session, const std::string& channel) {
     return true;
 }
 
+// A copy of the name: unsubscribe() erases the session's own.
 void Channels::forget(Session& session) {
-    while (!session.channels.empty()) unsubscribe(session, *session.channels.begin());
+    while (!session.channels.empty()) unsubscribe(session, std::string(*session.channels.begin()));
 }
 
 // The reply is written once and handed to every subscriber. deliver() only

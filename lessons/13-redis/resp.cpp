@@ -164,8 +164,9 @@ std::optional<std::string_view> RequestParser::take_line(const char* too_long) {
     return line;
 }
 
-// *N\r\n. N <= 0 is a request with no arguments. Nothing is reserved for the
-// N arguments announced: they are counted as they come.
+// *N\r\n. N <= 0 is a request with no arguments. Room is made for at most
+// 1024 of the N arguments announced, as Redis makes it: a count is only a
+// claim; the arguments are counted as they come.
 bool RequestParser::read_count() {
     const auto line = take_line("too big mbulk count string");
     if (!line) return false;
@@ -173,6 +174,7 @@ bool RequestParser::read_count() {
     if (!count || (*count > 0 && static_cast<std::size_t>(*count) > limits_.max_arguments))
         return fail("invalid multibulk length");
     arguments_left_ = *count > 0 ? static_cast<std::size_t>(*count) : 0;
+    command_.reserve(std::min<std::size_t>(arguments_left_, 1024));
     return true;
 }
 

@@ -40,6 +40,11 @@ public:
     // A reply for this client from another's command (a PUBLISH message).
     virtual void deliver(std::string_view reply) { delivered += reply; }
 
+    // Before a command parks for long: the replies of the commands before it
+    // go out now (a pipelining client waits for them). wait_to_be_served
+    // does it; so does the per-core variant before a forwarded BLPOP.
+    virtual void flush() {}
+
     // Parks the running fiber until `served` is set (kServed), `timeout`
     // passes (kTimedOut; Clock::duration::max(): never), or the client is
     // gone: it hung up, or its fiber was cancelled (kGone).

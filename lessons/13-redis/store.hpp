@@ -12,12 +12,27 @@
 #include "blocking.hpp"
 #include "keyspace.hpp"
 #include "pubsub.hpp"
+#include "resp.hpp"
 
 namespace fib {
 class ThreadPool;
 }
 
 namespace kv {
+
+struct CommandSpec;
+class Session;
+
+// The per-core variant's hook (kv_cluster.hpp): each thread has a store of
+// its own keys, and execute() asks the router about every command before
+// it runs it here. The router runs it on the thread that holds its keys,
+// or on every thread, appends the reply and returns true; or returns false:
+// the keys are this thread's. One server thread has no router.
+class Router {
+public:
+    virtual ~Router() = default;
+    virtual bool route(const CommandSpec& spec, const resp::Command& command, Session& session, std::string& out) = 0;
+};
 
 struct Store {
     Keyspace keyspace;
@@ -27,6 +42,7 @@ struct Store {
     // `pool`, while this thread goes on serving; without a pool, on this thread.
     std::string snapshot_path = "kv_snapshot.resp";
     fib::ThreadPool* pool = nullptr;
+    Router* router = nullptr;
 };
 
 }  // namespace kv
