@@ -232,7 +232,7 @@ bool wait_until(Predicate done) {
 // released at the end of serve(), on that thread too, as an Event must be (inbox.hpp).
 class ProbedKvServer {
 public:
-    explicit ProbedKvServer(const KvOptions& options) : server(options) {}
+    explicit ProbedKvServer(const KvOptions& options) : server(options, store) {}
 
     std::uint16_t port() const { return server.port(); }
 
@@ -266,6 +266,7 @@ public:
         return future.get();
     }
 
+    kv::Store store;  // the server's keys, which are its caller's
     KvServer server;
 
 private:
@@ -307,7 +308,7 @@ struct KvServerThread : ServerThread<ProbedKvServer> {
             return true;
         });
     }
-    kv::Store& store() { return server->server.store(); }
+    kv::Store& store() { return server->store; }
     const KvCounts& counts() const { return live->server.counts(); }
 };
 
