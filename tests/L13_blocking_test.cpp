@@ -23,11 +23,14 @@ const std::string kNullArray = "*-1\r\n";
 std::size_t waiters(KvServerThread& server) {
     return server.on_server([&] { return server.store().blocked.waiters(); });
 }
+std::size_t subscribers(KvServerThread& server, const char* channel) {
+    return server.on_server([&] { return server.store().channels.subscribers(channel); });
+}
 
 // Sends `request` and returns once the server counts `blocked` clients blocked in all.
 void block(KvServerThread& server, Client& client, const std::string& request, std::size_t blocked) {
     ASSERT_TRUE(client.send(request));
-    ASSERT_TRUE(wait_until([&] { return waiters(server) == blocked; })) << request;
+    ASSERT_TRUE(server.eventually_on_server([&] { return server.store().blocked.waiters() == blocked; })) << request;
 }
 
 // ---- L13_Blocking ---------------------------------------------------------------------------
@@ -42,7 +45,8 @@ TEST(L13_Blocking, AThousandClientsBlockedOnOneKeyAreServedInTheOrderTheyBlocked
     files.rlim_cur = files.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &files);
     const std::size_t count = std::min<std::size_t>(1000, (files.rlim_cur - 100) / 3);
-    if (count < 1000) std::printf("only %zu clients: RLIMIT_NOFILE is %llu\n", count, (unsigned long long)files.rlim_cur);
+    if (count < 1000)
+        std::printf("only %zu clients: RLIMIT_NOFILE is %llu\n", count, static_cast<unsigned long long>(files.rlim_cur));
     KvServerThread server;
     std::vector<std::unique_ptr<Client>> clients;
     for (std::size_t i = 0; i < count; ++i) {
@@ -119,7 +123,8 @@ TEST(L13_Blocking, AWrongTypeAndBadTimeoutsGetRedissErrors) {
     KvServerThread server;
     Client client(server.port);
     EXPECT_EQ(client.command({"SET", "s", "text"}), kOk);
-    EXPECT_EQ(client.command({"BLPOP", "s", "0"}), error("WRONGTYPE Operation against a key holding the wrong kind of value"));
+    EXPECT_EQ(client.command({"BLPOP", "s", "0"}),
+              error("WRONGTYPE Operation against a key holding the wrong kind of value"));
     EXPECT_EQ(client.command({"BLPOP", "q", "-1"}), error("ERR timeout is negative"));
     EXPECT_EQ(client.command({"BRPOP", "q", "soon"}), error("ERR timeout is not a float or out of range"));
     EXPECT_EQ(client.command({"BLPOP", "q"}), error("ERR wrong number of arguments for 'blpop' command"));
@@ -185,7 +190,7 @@ TEST(L13_PubSub, SubscriberModeRefusesGetAndAnswersPingAndQuit) {
     EXPECT_EQ(client.command({"PING", "hi"}), array({bulk("pong"), bulk("hi")}));
     EXPECT_EQ(client.command({"QUIT"}), kOk);
     EXPECT_TRUE(client.closed_by_server());
-    EXPECT_TRUE(wait_until([&] { return server.on_server([&] { return server.store().channels.subscribers("c"); }) == 0; }));
+    EXPECT_TRUE(wait_until([&] { return subscribers(server, "c") == 0; }));
 }
 
 TEST(L13_PubSub, PublishCountsTheSubscribersAndEachGetsTheMessage) {
@@ -243,7 +248,7 @@ TEST(L13_PubSub, ASubscriberThatNeverReadsIsDroppedAndTheOthersGetEveryMessageIn
     EXPECT_TRUE(silent.closed_by_server());
     EXPECT_LT(silent.received.size(), all_messages.size());
     EXPECT_TRUE(all_messages.starts_with(silent.received));
-    EXPECT_TRUE(wait_until([&] { return server.on_server([&] { return server.store().channels.subscribers("c"); }) == 2; }));
+    EXPECT_TRUE(wait_until([&] { return subscribers(server, "c") == 2; }));
 }
 
 // ---- The stop ---------------------------------------------------------------------------------

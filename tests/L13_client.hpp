@@ -4,6 +4,7 @@
 // Included by tests/L13_server_test.cpp and tests/L13_blocking_test.cpp.
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -27,6 +28,7 @@
 #include "../lessons/13-redis/kv_server.hpp"
 #include "L04_echo_harness.hpp"
 #include "L04_server_thread.hpp"
+#include "fib/fiber_manager.hpp"
 #include "fib/inbox.hpp"
 #include "fib/scope.hpp"
 
@@ -65,7 +67,8 @@ inline std::optional<std::size_t> reply_end(std::string_view bytes, std::size_t 
     const std::size_t line_end = bytes.find("\r\n", at);
     if (at >= bytes.size() || line_end == std::string_view::npos) return std::nullopt;
     const char kind = bytes[at];
-    const long long count = kind == '$' || kind == '*' ? std::atoll(std::string(bytes.substr(at + 1, line_end - at - 1)).c_str()) : 0;
+    const std::string header(bytes.substr(at + 1, line_end - at - 1));
+    const long long count = kind == '$' || kind == '*' ? std::atoll(header.c_str()) : 0;
     std::size_t end = line_end + 2;
     if (kind == '$' && count >= 0) {
         end += static_cast<std::size_t>(count) + 2;
@@ -90,8 +93,7 @@ public:
         : socket_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
         if (receive_buffer)
             ::setsockopt(socket_.get(), SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
-        connected_ = l04_echo::connect_to(socket_.get(), port);
-        EXPECT_TRUE(connected_) << "cannot connect to port " << port;
+        EXPECT_TRUE(l04_echo::connect_to(socket_.get(), port)) << "cannot connect to port " << port;
         ::fcntl(socket_.get(), F_SETFL, O_NONBLOCK);
     }
 
@@ -178,7 +180,6 @@ private:
     }
 
     fib::UniqueFd socket_;
-    bool connected_ = false;
 };
 
 // The server's end of `client`'s connection: the socket of this process whose peer is the
@@ -231,7 +232,7 @@ bool wait_until(Predicate done) {
 // released at the end of serve(), on that thread too, as an Event must be (inbox.hpp).
 class ProbedKvServer {
 public:
-    explicit ProbedKvServer(const KvOptions& options) : server(options) {}
+    explicit ProbedKvServer(const KvOptions& options) : server(options, store) {}
 
     std::uint16_t port() const { return server.port(); }
 
@@ -265,6 +266,7 @@ public:
         return future.get();
     }
 
+    kv::Store store;  // the server's keys, which are its caller's
     KvServer server;
 
 private:
@@ -292,7 +294,21 @@ struct KvServerThread : ServerThread<ProbedKvServer> {
     auto on_server(Check check) {
         return server->on_server(check);
     }
-    kv::Store& store() { return server->server.store(); }
+    // Waits on the server's thread until `condition` holds, yielding to its fibers between looks
+    // (the Waiter's among them, which takes in what the kernel has): one round trip between the
+    // threads, however many steps the server takes. False after half the patience.
+    template <class Condition>
+    bool eventually_on_server(Condition condition) {
+        return on_server([&] {
+            const auto deadline = Clock::now() + kPatience / 2;
+            while (!condition()) {
+                if (Clock::now() > deadline) return false;
+                fib::this_fiber::yield();
+            }
+            return true;
+        });
+    }
+    kv::Store& store() { return server->store; }
     const KvCounts& counts() const { return live->server.counts(); }
 };
 

@@ -306,7 +306,8 @@ TEST(L13_Snapshot, OtherClientsAreServedWhileSavesWorkerWrites) {
     fib::UniqueFd fifo(::open((path + ".tmp").c_str(), O_RDONLY | O_CLOEXEC));
     std::string written;
     char buffer[4096];
-    for (ssize_t n; (n = ::read(fifo.get(), buffer, sizeof buffer)) > 0;) written.append(buffer, static_cast<std::size_t>(n));
+    for (ssize_t n; (n = ::read(fifo.get(), buffer, sizeof buffer)) > 0;)
+        written.append(buffer, static_cast<std::size_t>(n));
     EXPECT_EQ(written, request({"SET", "k", "v"}));  // as it was at SAVE: n came after
     EXPECT_EQ(saver.reply().rfind("-ERR fsync ", 0), 0u);
     EXPECT_EQ(saver.command({"GET", "k"}), bulk("v"));
