@@ -275,7 +275,9 @@ TEST(L13_Snapshot, SaveWritesAFileThatLoadSnapshotReadsBack) {
     const kv::TimePoint now = kv::clock_now();
     EXPECT_EQ(loaded.keyspace.size(), 3u);
     EXPECT_EQ(std::get<std::string>(*loaded.keyspace.find("text", now)), text);
-    EXPECT_EQ(std::get<kv::List>(*loaded.keyspace.find("list", now)), (kv::List{"x", "y", "z"}));
+    const kv::List* const list = kv::list_of(loaded.keyspace.find("list", now));
+    ASSERT_NE(list, nullptr);
+    EXPECT_EQ(*list, (kv::List{"x", "y", "z"}));
     const auto expiry = loaded.keyspace.expiry("soon", now);
     ASSERT_TRUE(expiry.has_value());
     EXPECT_GT(*expiry, now);

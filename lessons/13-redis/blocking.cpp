@@ -52,7 +52,7 @@ void BlockedLists::serve_key(const std::string& key, Keyspace& keyspace, TimePoi
         const auto queue = queues_.find(key);
         if (queue == queues_.end()) return;
         Value* const value = keyspace.find(key, now);
-        List* const list = value ? std::get_if<List>(value) : nullptr;
+        List* const list = list_of(value);
         if (!list) return;
         Waiter& waiter = *queue->second.front();
         waiter.served.emplace(key, pop_one(*list, waiter.end));

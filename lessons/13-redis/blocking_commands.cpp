@@ -62,7 +62,7 @@ void blocking_pop(Call& call, End end) {
             waiter.keys.push_back(key);
             continue;
         }
-        List* const list = std::get_if<List>(value);
+        List* const list = list_of(value);
         if (!list) return call.reply.error(kWrongTypeError);
         const std::pair<std::string, std::string> popped{key, pop_one(*list, end)};
         if (list->empty()) call.keyspace.erase(key, call.now);

@@ -14,9 +14,9 @@ namespace {
 void push(Call& call, End end) {
     const std::string& key = call.arguments[1];
     Value* value = call.keyspace.find(key, call.now);
-    if (value && !std::holds_alternative<List>(*value)) return call.reply.error(kWrongTypeError);
-    if (!value) value = &call.keyspace.set(key, List());
-    List& list = std::get<List>(*value);
+    if (value && !list_of(value)) return call.reply.error(kWrongTypeError);
+    if (!value) value = &call.keyspace.set(key, new_list());
+    List& list = *list_of(value);
     for (std::size_t i = 2; i < call.arguments.size(); ++i)
         end == End::kHead ? list.push_front(call.arguments[i]) : list.push_back(call.arguments[i]);
     call.reply.integer(static_cast<long long>(list.size()));
@@ -39,7 +39,7 @@ void pop(Call& call, End end, std::string_view name) {
     const std::string& key = call.arguments[1];
     Value* const value = call.keyspace.find(key, call.now);
     if (!value) return counted ? call.reply.null_array() : call.reply.null_bulk();
-    List* const list = std::get_if<List>(value);
+    List* const list = list_of(value);
     if (!list) return call.reply.error(kWrongTypeError);
     if (!counted) {
         call.reply.bulk(pop_one(*list, end));
@@ -64,7 +64,7 @@ void rpop_command(Call& call) { pop(call, End::kTail, "rpop"); }
 void llen_command(Call& call) {
     Value* const value = call.keyspace.find(call.arguments[1], call.now);
     if (!value) return call.reply.integer(0);
-    const List* const list = std::get_if<List>(value);
+    const List* const list = list_of(value);
     if (!list) return call.reply.error(kWrongTypeError);
     call.reply.integer(static_cast<long long>(list->size()));
 }
@@ -79,7 +79,7 @@ void lrange_command(Call& call) {
     if (!last) return;
     Value* const value = call.keyspace.find(call.arguments[1], call.now);
     if (!value) return call.reply.array(0);
-    const List* const list = std::get_if<List>(value);
+    const List* const list = list_of(value);
     if (!list) return call.reply.error(kWrongTypeError);
     const long long length = static_cast<long long>(list->size());
     long long start = *first < 0 ? length + *first : *first;

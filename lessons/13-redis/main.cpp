@@ -49,7 +49,7 @@ void part2_pipeline(std::uint16_t port) {
     for (int i = 0; i < 5; ++i) std::printf("  %s\n", client.reply().c_str());
 }
 
-void part3_blpop(std::uint16_t port) {
+void part3_blpop(std::uint16_t port, const kv::Store& store) {
     std::printf("Part 3: three clients block in BLPOP jobs 0; one RPUSH serves them in order\n");
     std::array<std::string, 3> got;
     fib::scope([&](fib::Scope& clients) {
@@ -59,7 +59,7 @@ void part3_blpop(std::uint16_t port) {
                 worker.send(RespClient::request({"BLPOP", "jobs", "0"}));
                 got[i] = worker.reply();
             });
-            fib::sleep_for(std::chrono::milliseconds(5));  // each has blocked before the next starts
+            while (store.blocked.blocked_on("jobs") < i + 1) fib::this_fiber::yield();  // blocked before the next
         }
         RespClient producer(port);
         producer.send(RespClient::request({"RPUSH", "jobs", "first", "second", "third"}));
@@ -113,7 +113,7 @@ int main() {
     fib::scope([&](fib::Scope& demo) {
         demo.spawn({.name = "kv_server"}, [&] { server.serve(stop.get()); });
         part2_pipeline(server.port());
-        part3_blpop(server.port());
+        part3_blpop(server.port(), store);
         part4_pubsub(server.port(), server);
         part5_hostile(server.port());
         const std::uint64_t one = 1;

@@ -24,14 +24,14 @@ std::string snapshot_of(Keyspace& keyspace, TimePoint now) {
     std::string bytes;
     resp::Reply request(bytes);
     for (const std::string& key : keys) {
-        const Value& value = *keyspace.find(key, now);
-        if (const std::string* text = std::get_if<std::string>(&value)) {
+        Value* const value = keyspace.find(key, now);
+        if (const std::string* text = std::get_if<std::string>(value)) {
             request.array(3);
             request.bulk("SET");
             request.bulk(key);
             request.bulk(*text);
         } else {
-            const List& list = std::get<List>(value);
+            const List& list = *list_of(value);
             request.array(2 + list.size());
             request.bulk("RPUSH");
             request.bulk(key);
