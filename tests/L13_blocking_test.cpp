@@ -142,7 +142,7 @@ TEST(L13_Blocking, AWaiterServedAfterItsTimeoutFiredStillGetsItsElement) {
     Client client(server.port), pusher(server.port);
     block(server, client, "BLPOP q 0.05\r\n", 1);
     const kv::TimePoint deadline_passed = kv::clock_now() + kv::Milliseconds(51);
-    const int pusher_end = server_end_of(pusher);
+    const int pusher_end = server.on_server([&] { return server_end_of(pusher); });
     ASSERT_GE(pusher_end, 0);
     const bool both_ready = server.on_server([&] {
         EXPECT_TRUE(pusher.send("RPUSH q x\r\n"));  // from the server's thread: it has room
@@ -266,13 +266,14 @@ TEST(L13_Blocking, TheStopEndsClientsBlockedSubscribedAndMidPipelineAndLeavesNoF
     block(server, blocked, "BLPOP q 0\r\n", 1);
     EXPECT_EQ(subscribed.command({"SUBSCRIBE", "c"}), subscription("subscribe", "c", 1));
     ASSERT_TRUE(halfway.send("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nval"));
-    const int halfway_end = server_end_of(halfway);
-    ASSERT_TRUE(wait_until([&] { return unread_bytes(halfway_end) == 0; }));
+    ASSERT_TRUE(server.eventually_on_server([&] { return unread_bytes(server_end_of(halfway)) == 0; }));
     std::string requests;
     for (int i = 0; i < 50; ++i) requests += "GET big\r\n";
     ASSERT_TRUE(paused.send(requests));
-    const int paused_end = server_end_of(paused);
-    ASSERT_TRUE(wait_until([&] { return unread_bytes(paused_end) == 0 && unsent_bytes(paused_end) > 0; }));
+    ASSERT_TRUE(server.eventually_on_server([&] {
+        const int paused_end = server_end_of(paused);
+        return unread_bytes(paused_end) == 0 && unsent_bytes(paused_end) > 0;
+    }));
     EXPECT_EQ(server.live->server.clients_connected(), 4u);
     server.stop();
     EXPECT_TRUE(server.after.returned);

@@ -52,11 +52,11 @@ TEST(L13_Server, ACommandSplitByteByByteGetsOneReply) {
     Client client(server.port);
     client.no_delay();
     int server_end = -1;
-    ASSERT_TRUE(wait_until([&] { return (server_end = server_end_of(client)) >= 0; }));
+    ASSERT_TRUE(server.eventually_on_server([&] { return (server_end = server_end_of(client)) >= 0; }));
     const std::string bytes = request({"SET", "k", "v"});
     for (std::size_t i = 0; i < bytes.size(); ++i) {
         ASSERT_TRUE(client.send(bytes.substr(i, 1)));
-        ASSERT_TRUE(wait_until([&] { return unread_bytes(server_end) == 0; })) << "byte " << i;
+        ASSERT_TRUE(server.eventually_on_server([&] { return unread_bytes(server_end) == 0; })) << "byte " << i;
         if (i + 1 < bytes.size()) {
             ASSERT_FALSE(client.anything_arrived()) << "a reply after byte " << i;
         }
@@ -229,7 +229,7 @@ TEST(L13_Hostile, AClientThatPipelinesBigRepliesAndNeverReadsIsPausedThenClosed)
     set_on_server(server, "big", big);
     Client other(server.port), hostile(server.port, 4096);
     int server_end = -1;
-    ASSERT_TRUE(wait_until([&] { return (server_end = server_end_of(hostile)) >= 0; }));
+    ASSERT_TRUE(server.eventually_on_server([&] { return (server_end = server_end_of(hostile)) >= 0; }));
     std::string requests;
     for (int i = 0; i < 50; ++i) requests += "INCR n\r\nGET big\r\n";
     ASSERT_TRUE(hostile.send(requests));
@@ -300,8 +300,7 @@ TEST(L13_Snapshot, OtherClientsAreServedWhileSavesWorkerWrites) {
     EXPECT_EQ(saver.command({"SET", "k", "v"}), kOk);
     ASSERT_TRUE(saver.send(request({"SAVE"})));
     // Read by the server: then it has run SAVE up to its park, the snapshot made.
-    const int saver_end = server_end_of(saver);
-    ASSERT_TRUE(wait_until([&] { return unread_bytes(saver_end) == 0; }));
+    ASSERT_TRUE(server.eventually_on_server([&] { return unread_bytes(server_end_of(saver)) == 0; }));
     for (int i = 0; i < 100; ++i) EXPECT_EQ(other.command({"INCR", "n"}), integer(i + 1));
     EXPECT_FALSE(saver.anything_arrived());
 
