@@ -3,7 +3,9 @@
 // of the scope) ends clients parked in a read and returns only after each has ended; a client
 // whose handler throws is logged and the others go on; no fiber is left afterwards.
 #include <gtest/gtest.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <random>
 #include <stdexcept>
@@ -13,6 +15,7 @@
 #include "L04_echo_harness.hpp"
 #include "L04_server_thread.hpp"
 #include "fib/io.hpp"
+#include "fib/tcp.hpp"
 #include "fib/waiter.hpp"
 
 namespace {
@@ -23,6 +26,7 @@ using namespace l04_echo;
 class Echo : public ScopedServer {
 public:
     Echo() : ScopedServer("scoped_echo", "127.0.0.1", 0) {}
+    explicit Echo(fib::UniqueFd listener) : ScopedServer("scoped_echo", std::move(listener)) {}
 
 protected:
     void serve_client(int socket) override {
@@ -34,6 +38,28 @@ protected:
         }
     }
 };
+
+// A listener made elsewhere (lesson 9 makes one per thread, SO_REUSEPORT) is served as its own.
+TEST(L12_ScopedServer, ServesAListeningSocketMadeElsewhere) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    fib::UniqueFd listener = fib::tcp::listen("127.0.0.1", 0);
+    const std::uint16_t port = fib::tcp::local_port(listener.get());
+    Echo server(std::move(listener));
+    EXPECT_EQ(server.port(), port);
+    const fib::UniqueFd stop(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    std::string echoed(5, '\0');
+    fib::scope([&](fib::Scope& both) {
+        both.spawn({.name = "server"}, [&] { server.serve(stop.get()); });
+        const fib::UniqueFd client = fib::tcp::connect("127.0.0.1", port);
+        ASSERT_EQ(fib::io::write_all(client.get(), "hello", 5), 5);
+        ASSERT_EQ(fib::io::read(client.get(), echoed.data(), 5), 5);
+        const std::uint64_t one = 1;
+        ASSERT_EQ(::write(stop.get(), &one, sizeof one), 8);
+    });
+    EXPECT_EQ(echoed, "hello");
+    EXPECT_EQ(server.clients_served(), 1u);
+}
 
 TEST(L12_ScopedServer, EchoesEveryByteOfClientsAtOnce) {
     {

@@ -50,24 +50,23 @@ void reply_served(Call& call, const std::pair<std::string, std::string>& served)
 // BLPOP key [key ...] timeout: first a plain pop from the first key with a
 // list; with none, the fiber blocks (blocking.hpp) until a push serves it.
 // A key that holds a string is an error, as in Redis, before any waiting.
+// The Waiter (its Event, an eventfd) is made only when the client blocks.
 void blocking_pop(Call& call, End end) {
     const auto timeout = timeout_argument(call, call.arguments.back());
     if (!timeout) return;
-    BlockedLists::Waiter waiter;
-    waiter.end = end;
     for (std::size_t i = 1; i + 1 < call.arguments.size(); ++i) {
         const std::string& key = call.arguments[i];
         Value* const value = call.keyspace.find(key, call.now);
-        if (!value) {
-            waiter.keys.push_back(key);
-            continue;
-        }
+        if (!value) continue;
         List* const list = list_of(value);
         if (!list) return call.reply.error(kWrongTypeError);
         const std::pair<std::string, std::string> popped{key, pop_one(*list, end)};
         if (list->empty()) call.keyspace.erase(key, call.now);
         return reply_served(call, popped);
     }
+    BlockedLists::Waiter waiter;
+    waiter.end = end;
+    waiter.keys.assign(call.arguments.begin() + 1, call.arguments.end() - 1);
     call.store.blocked.add(waiter);
     const WaitEnd how = call.session.wait_to_be_served(waiter.served_event, *timeout);
     if (waiter.served) return reply_served(call, *waiter.served);

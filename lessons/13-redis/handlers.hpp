@@ -1,7 +1,8 @@
 // handlers.hpp — lesson 13: the handlers of the command table, and the error texts they share.
 //
 // Each handler is called by execute() (commands.cpp) once the argument
-// count fits the command's arity, and appends exactly one reply. They are
+// count fits the command's arity, and appends its reply: exactly one, but
+// for SUBSCRIBE and UNSUBSCRIBE, which reply once per channel, as Redis does. They are
 // grouped by what they act on: string_commands.cpp, key_commands.cpp,
 // list_commands.cpp, blocking_commands.cpp, pubsub_commands.cpp, SAVE in
 // snapshot.cpp, and the connection's own in commands.cpp.

@@ -12,7 +12,8 @@
 // thread that accepted it; each of its commands goes through execute(), which
 // asks this thread's ShardRouter (store.hpp's Router) first:
 //
-//   keys on this thread        run here, as on one thread: no cost added
+//   keys on this thread        run here, as on one thread, after a hash of
+//                              each key (key_positions, thread_of)
 //   keys on one other thread   the command is posted to that thread's inbox
 //                              (Cluster::post: a fiber there runs it on its
 //                              store), and the client's fiber waits for the

@@ -32,7 +32,7 @@ ClientEnd KvConnection::run() {
         output_waits_.notify_one();
     });
     fibers_ = nullptr;
-    if (end_ == ClientEnd::kLeft && quit) end_ = ClientEnd::kQuit;
+    if (end_ == ClientEnd::kLeft && quit && !hung_up_) end_ = ClientEnd::kQuit;
     return end_;
 }
 
@@ -130,7 +130,9 @@ kv::WaitEnd KvConnection::wait_to_be_served(fib::Event& served, fib::Clock::dura
     flush();
     const fib::Ready ready = fib::wait_any({served, {socket_, POLLRDHUP}}, timeout);
     if (ready.timed_out()) return kv::WaitEnd::kTimedOut;
-    return ready.index == 0 ? kv::WaitEnd::kServed : kv::WaitEnd::kGone;
+    if (ready.index == 0) return kv::WaitEnd::kServed;
+    hung_up_ = true;
+    return kv::WaitEnd::kGone;
 }
 
 // The first reason wins. The shutdown wakes nothing by itself; the cancel

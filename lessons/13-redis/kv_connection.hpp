@@ -87,5 +87,6 @@ private:
     fib::CondVar output_waits_;    // the writer waits here for output
     fib::CondVar output_sent_;     // a reader paused on its output waits here
     fib::Scope* fibers_ = nullptr; // the reader and the writer, while run() runs
+    bool hung_up_ = false;         // seen by a blocked command's wait
     ClientEnd end_ = ClientEnd::kLeft;
 };
