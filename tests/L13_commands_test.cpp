@@ -435,7 +435,25 @@ TEST_F(L13_Commands, CommandAndCommandDocsAreEmptyAndCommandCountIsTheTablesSize
     EXPECT_EQ(run({"COMMAND", "DOCS"}), kEmptyArray);
     EXPECT_EQ(run({"COMMAND", "DOCS", "get"}), kEmptyArray);
     EXPECT_EQ(run({"COMMAND", "COUNT"}), integer(static_cast<long long>(kv::command_table().size())));
-    EXPECT_EQ(kv::command_table().size(), 38u);
+    EXPECT_EQ(kv::command_table().size(), 40u);
+}
+
+// What client libraries and tools ask on connect or of each key: TYPE, INFO's loading and
+// keyspace fields (in Redis's "field:value" lines), CLIENT ID.
+TEST_F(L13_Commands, TypeInfoAndClientIdAnswerWhatClientsAsk) {
+    run({"SET", "text", "v"});
+    run({"RPUSH", "list", "a"});
+    run({"PEXPIRE", "list", "100000"});
+    EXPECT_EQ(run({"TYPE", "text"}), "+string\r\n");
+    EXPECT_EQ(run({"TYPE", "list"}), "+list\r\n");
+    EXPECT_EQ(run({"TYPE", "missing"}), "+none\r\n");
+    const std::string info = run({"INFO"});
+    EXPECT_TRUE(info.starts_with("$")) << info;
+    EXPECT_NE(info.find("\r\nloading:0\r\n"), std::string::npos) << info;
+    EXPECT_NE(info.find("\r\ndb0:keys=2,expires=1,avg_ttl=0\r\n"), std::string::npos) << info;
+    EXPECT_EQ(run({"INFO", "persistence"}), bulk("# Persistence\r\nloading:0\r\n"));
+    EXPECT_EQ(run({"INFO", "nosuchsection"}), bulk(""));
+    EXPECT_EQ(run({"CLIENT", "ID"}), integer(7));
 }
 
 TEST_F(L13_Commands, ConfigGetAnswersSaveAndAppendonlyOnceEach) {

@@ -117,8 +117,38 @@ void client_setname_command(Call& call) {
     call.reply.ok();
 }
 
+void client_id_command(Call& call) { call.reply.integer(call.session.id); }
+
 void client_getname_command(Call& call) {
     call.session.name.empty() ? call.reply.null_bulk() : call.reply.bulk(call.session.name);
+}
+
+// INFO [section ...]: the fields client libraries read on connect (ioredis
+// waits for loading:0; monitoring reads the clients and the keyspace), in
+// Redis's format: "# Section" lines, then field:value lines, \r\n between.
+// Only the sections and fields this server has; a section it does not
+// have is answered with nothing, as Redis answers an unknown one.
+void info_command(Call& call) {
+    const auto wanted = [&](std::string_view section) {
+        if (call.arguments.size() == 1) return true;
+        return std::any_of(call.arguments.begin() + 1, call.arguments.end(), [&](const std::string& name) {
+            return is_option(name, section) || is_option(name, "all") || is_option(name, "everything") ||
+                   is_option(name, "default");
+        });
+    };
+    std::string text;
+    if (wanted("server"))
+        text += "# Server\r\nredis_version:" + std::string(kRedisVersion) + "\r\nredis_mode:standalone\r\n\r\n";
+    if (wanted("persistence")) text += "# Persistence\r\nloading:0\r\n\r\n";
+    if (wanted("keyspace")) {
+        text += "# Keyspace\r\n";
+        if (call.keyspace.size() != 0)
+            text += "db0:keys=" + std::to_string(call.keyspace.size()) +
+                    ",expires=" + std::to_string(call.keyspace.size_with_expiry()) + ",avg_ttl=0\r\n";
+        text += "\r\n";
+    }
+    if (text.ends_with("\r\n\r\n")) text.resize(text.size() - 2);
+    call.reply.bulk(text);
 }
 
 // HELLO [protover [AUTH username password] [SETNAME name]], by helloCommand.
@@ -172,6 +202,7 @@ constexpr CommandSpec kConfigSubcommands[] = {
     {"config|get", -3, config_get_command},
 };
 constexpr CommandSpec kClientSubcommands[] = {
+    {"client|id", 2, client_id_command},
     {"client|getname", 2, client_getname_command},
     {"client|setname", 3, client_setname_command},
 };
@@ -181,6 +212,7 @@ constexpr CommandSpec kCommands[] = {
     {"echo", 2, echo_command},
     {"select", 2, select_command},
     {"hello", -1, hello_command},
+    {"info", -1, info_command},
     {"command", -1, command_command, {}, kCommandSubcommands},
     {"config", -2, nullptr, {}, kConfigSubcommands},
     {"client", -2, nullptr, {}, kClientSubcommands},
@@ -199,6 +231,7 @@ constexpr CommandSpec kCommands[] = {
     {"ttl", 2, ttl_command, {1, 1, 1}},
     {"pttl", 2, pttl_command, {1, 1, 1}},
     {"persist", 2, persist_command, {1, 1, 1}},
+    {"type", 2, type_command, {1, 1, 1}},
     {"dbsize", 1, dbsize_command, {.every_thread = true}},
     {"flushall", -1, flushall_command, {.every_thread = true}},
     {"keys", 2, keys_command, {.every_thread = true}},

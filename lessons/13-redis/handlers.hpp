@@ -57,6 +57,7 @@ void pexpire_command(Call& call);
 void ttl_command(Call& call);
 void pttl_command(Call& call);
 void persist_command(Call& call);
+void type_command(Call& call);
 void dbsize_command(Call& call);
 void flushall_command(Call& call);
 void keys_command(Call& call);

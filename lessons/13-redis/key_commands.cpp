@@ -109,6 +109,13 @@ void persist_command(Call& call) {
     call.reply.integer(call.keyspace.find(key, call.now) && call.keyspace.clear_expiry(key));
 }
 
+// TYPE key: +string, +list, or +none for a missing key (tools such as
+// redis-cli --bigkeys ask it of every key).
+void type_command(Call& call) {
+    Value* const value = call.keyspace.find(call.arguments[1], call.now);
+    call.reply.simple(!value ? "none" : list_of(value) ? "list" : "string");
+}
+
 void dbsize_command(Call& call) { call.reply.integer(static_cast<long long>(call.keyspace.size())); }
 
 // FLUSHALL [SYNC | ASYNC]: both flush at once here.
