@@ -44,6 +44,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from redis_tools import ensure_redis_tools  # noqa: E402
+
 TESTS = ["PING_INLINE", "SET", "GET", "INCR", "LPUSH", "LPOP", "MSET"]
 PIPELINES = [1, 16]
 CLIENTS = 50
@@ -68,19 +71,6 @@ def fail(message):
 def scaled(count, minimum):
     scale = float(os.environ.get("BENCH_SCALE") or 1.0)
     return max(int(count * (scale if scale > 0 else 1.0)), minimum)
-
-
-# redis-server and redis-benchmark come from Debian's packages; install them when
-# missing, with one line saying so, as root or through sudo.
-def ensure_redis_tools():
-    if shutil.which("redis-server") and shutil.which("redis-benchmark"):
-        return
-    print("== installing redis-server redis-tools (Debian packages) for bench-redis.py", flush=True)
-    sudo = [] if os.geteuid() == 0 else ["sudo"]
-    environment = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "redis-server", "redis-tools"]):
-        if subprocess.run(sudo + command, env=environment).returncode != 0:
-            fail("installing redis-server and redis-tools failed (the messages above say why)")
 
 
 def free_port():
@@ -405,7 +395,7 @@ def main():
     ours_argv = [os.path.abspath(sys.argv[1]) if os.sep in sys.argv[1] else sys.argv[1]]
     if not shutil.which(ours_argv[0]):
         fail(f"{sys.argv[1]} is missing: build it first (make bench-redis-lessonN does)")
-    ensure_redis_tools()
+    ensure_redis_tools("scripts/bench-redis.py")
     rounds = int(os.environ.get("ROUNDS") or 3)
     # Each idle client is one fd here and one in the server, which inherits this limit.
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -42,6 +42,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from redis_tools import ensure_redis_tools  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_SESSION = os.path.join(ROOT, "lessons", "13-redis", "compare_session.txt")
 REFERENCE_ARGS = ["--save", "", "--appendonly", "no", "--daemonize", "no", "--databases", "1"]
@@ -442,17 +445,7 @@ def background_pass(name, lines, output, reference, ours):
     return tally
 
 
-# ---- Set-up and the run ---------------------------------------------------------------------
-def install_redis():
-    if shutil.which("redis-server") and shutil.which("redis-cli"):
-        return
-    print("== installing redis-server redis-tools (Debian packages) for scripts/redis-compare.py", flush=True)
-    sudo = [] if os.geteuid() == 0 else ["sudo"]
-    environment = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    subprocess.run(sudo + ["apt-get", "install", "-y", "-qq", "redis-server", "redis-tools"], check=True,
-                   env=environment, stdout=subprocess.DEVNULL)
-
-
+# ---- The run --------------------------------------------------------------------------------
 def main():
     parser = argparse.ArgumentParser(description="kv_server and redis-server side by side, one session compared")
     parser.add_argument("server", help="the server under test, e.g. build/lesson13/kv_server")
@@ -462,7 +455,7 @@ def main():
     options = parser.parse_args()
     if not os.access(options.server, os.X_OK):
         sys.exit(f"redis-compare: {options.server} is not an executable program (make lesson13 builds kv_server)")
-    install_redis()
+    ensure_redis_tools("scripts/redis-compare.py")
     session = read_session(options.session)
     if options.server_args is not None:
         server_args = shlex.split(options.server_args)
