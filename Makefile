@@ -246,7 +246,7 @@ TEST_TIMEOUT := 1800
 # lesson N replaces is what every earlier file sees. Most of those objects come out the same
 # as stage N-1's (no header they read was replaced in between). Three things keep the build
 # from paying for that, each kept because it was measured to pay (the course's 2-core VM;
-# `make test` from a clean tree and an empty cache takes about 7 minutes with them):
+# `make test` from a clean tree and an empty cache took 7 minutes with them for 12 stages, 11 for 13):
 # - ccache hands back an object whose preprocessed input it has compiled before: 429 of
 #   make test's 748 compiles. make test installs it when missing (one line says so); the
 #   build works without it, slower (`make CCACHE= test`).
@@ -724,14 +724,14 @@ help:
 	@echo "make bench-cluster-lessonN  stage N's cluster_echo with 1 and 2 threads, at three CPU"
 	@echo "                      costs per read, in 5 rounds (N >= 9; about 100 s; ROUNDS=N)"
 	@echo "make bench-redis-lessonN  stage N's kv_server beside redis-server under redis-benchmark,"
-	@echo "                      3 rounds of each row (N >= 13; about 3.5 min on the shared VM; ROUNDS=N;"
-	@echo "                      BENCH_SCALE=0.1 does a tenth, in about 30 s)"
+	@echo "                      3 rounds of each row (N >= 13; 80 s on a quiet VM, 3.5 min on a busy one;"
+	@echo "                      ROUNDS=N; BENCH_SCALE=0.1 does a tenth, in about 15 s)"
 	@echo "make timeline-lessonN stage N's demo traced (FIB_TRACE), drawn into lessons/NN-*/timeline.svg"
 	@echo "                      by scripts/trace-view.py (N >= 2; lesson 2's APPENDIX.md says how)"
 	@echo "make timelines        every stage's timeline.svg"
 	@echo "make run              start the last stage's echo server on 127.0.0.1:8001"
 	@echo "make test             check the tree's layering, then every test of every stage"
-	@echo "                      (about 7 min, building every stage; after an edit of one"
+	@echo "                      (about 11 min, building every stage; after an edit of one"
 	@echo "                      library source, make test-lesson6 takes about 20 s)"
 	@echo "make SAN=1 test       the same tests under AddressSanitizer + UBSan, in build/san/"
 	@echo "                      (about 10 to 12 min, building every stage)"
