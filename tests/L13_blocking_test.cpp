@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "L02_schedule.hpp"
 #include "L13_client.hpp"
 
 namespace {
@@ -137,7 +138,11 @@ TEST(L13_Blocking, AWrongTypeAndBadTimeoutsGetRedissErrors) {
 // The push serves the waiter, still queued, whose timer has fired too: it must still reply with
 // its element, not a null, and the element must not stay in the list. (wait_any reports the
 // Event, which wins over the deadline; blocking_pop looks at `served` first all the same.)
+// The interleaving needs the ready queue's FIFO order: shuffled, the waiter's fiber may run
+// first, see its timeout and leave the queue, and the push then stays in the list, which is
+// right too (the timeout won), but not the race this test is for.
 TEST(L13_Blocking, AWaiterServedAfterItsTimeoutFiredStillGetsItsElement) {
+    EXPECTS_FIFO_ORDER();
     KvServerThread server;
     Client client(server.port), pusher(server.port);
     block(server, client, "BLPOP q 0.05\r\n", 1);
