@@ -178,10 +178,14 @@ LDFLAGS  :=
 LDLIBS   := -lpthread
 
 # SAN=1: AddressSanitizer + UndefinedBehaviorSanitizer, in a build tree of its own.
+# Both sanitizer builds keep line tables only (-g1): a report still names every file and
+# line, and each file compiles in about 0.7 of the time -g takes (L13_server_test.cpp: 10.6 s
+# against 15.4 s under SAN); gdb's checks use the plain build, which keeps -g.
 BUILD_DIR ?= build
+SAN_DEBUG := -g1
 ifeq ($(SAN),1)
 OUT      := $(BUILD_DIR)/san
-CXXFLAGS += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+CXXFLAGS += -O1 $(SAN_DEBUG) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS  += -fsanitize=address,undefined
 # Fake stacks exercise the fiber-switch annotations harder (off by default in GCC 12).
 TEST_ENV := ASAN_OPTIONS=detect_stack_use_after_return=1
@@ -200,7 +204,7 @@ ifeq ($(SAN),1)
 $(error SAN=1 and TSAN=1 do not go together: AddressSanitizer and ThreadSanitizer exclude each other)
 endif
 OUT      := $(BUILD_DIR)/tsan
-CXXFLAGS += -O1 -fsanitize=thread -fno-omit-frame-pointer
+CXXFLAGS += -O1 $(SAN_DEBUG) -fsanitize=thread -fno-omit-frame-pointer
 LDFLAGS  += -fsanitize=thread
 TEST_ENV := TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
             GTEST_FILTER='-L07_*:L08_Offload.WithAFiberTlsTheFibersTlsAndTheWorkersStayApart'

@@ -23,7 +23,9 @@ STAGE_MAKEFILE = """\
 #   make bench  the benchmark rows of lessons 1..{stage}
 CXX      := g++
 CXXFLAGS := {flags}
-CPPFLAGS := {include}
+# -MMD -MP: each object's header list (a .d file beside it), so that an edited header
+# rebuilds what includes it.
+CPPFLAGS := -MMD -MP {include}
 objects   = $(addsuffix .o,$(basename $(1)))
 
 LIB   := {lib}
@@ -49,8 +51,9 @@ bench: $(call objects,$(BENCH)) libfib.a
 \t$(CXX) $^ -lpthread -o $@
 \t./bench
 clean:
-\tfind . -name '*.o' -delete; rm -f libfib.a demo all_tests bench *.so{programs}
+\tfind . -name '*.o' -delete -o -name '*.d' -delete; rm -f libfib.a demo all_tests bench *.so{programs}
 .PHONY: all test clean
+-include $(shell find . -name '*.d')
 """
 
 
