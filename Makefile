@@ -245,6 +245,15 @@ GTEST_LIBS   := -lgtest
 # longer than FIB_TEST_TIMEOUT seconds and names it; `timeout` is the backstop.
 TEST_TIMEOUT := 1800
 
+# SUITES=own (CI's sanitizer run): each stage below the last runs only its own lesson's
+# suites (tests/LNN_*), its second run (TWICE_N) too; the last stage runs every suite. Every
+# file version is still tested under the sanitizer, by the suites of the lesson that wrote
+# it and, if it survives to the last stage, by all; what is left out is an earlier lesson's
+# suites against a version a later lesson replaced. Plain `make test` runs them all.
+SUITES ?= all
+two_digits = $(if $(filter 1 2 3 4 5 6 7 8 9,$(1)),0)$(1)
+own_suites = $(if $(and $(filter own,$(SUITES)),$(filter-out $(LAST_LESSON),$(1))),L$(call two_digits,$(1))_*)
+
 # ---- How the build runs ---------------------------------------------------------------------
 # Stage N compiles the files of lessons 1..N again, with its own include path, so that what
 # lesson N replaces is what every earlier file sees. Most of those objects come out the same
@@ -469,8 +478,8 @@ run-lesson$(1): lesson$(1)
 	$(OUT)/lesson$(1)/$(or $(RUN_$(1)),demo)
 
 test-lesson$(1): gtest-check lesson$(1) $(OUT)/lesson$(1)/tests $(OUT)/lesson$(1)/tests-layers.ok
-	$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests.log,$(TEST_ENV) timeout $(TEST_TIMEOUT) $(OUT)/lesson$(1)/tests)
-	$(if $(TWICE_$(1)),$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests-twice.log,$(TEST_ENV) $(TWICE_ENV_$(1)) timeout $(TEST_TIMEOUT) $(OUT)/lesson$(1)/tests --gtest_filter='$(TWICE_$(1))',$(TWICE_ENV_$(1))))
+	$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests.log,$(TEST_ENV) timeout $(TEST_TIMEOUT) $(OUT)/lesson$(1)/tests$(if $(call own_suites,$(1)), --gtest_filter='$(call own_suites,$(1))'))
+	$(if $(TWICE_$(1)),$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests-twice.log,$(TEST_ENV) $(TWICE_ENV_$(1)) timeout $(TEST_TIMEOUT) $(OUT)/lesson$(1)/tests --gtest_filter='$(or $(call own_suites,$(1)),$(TWICE_$(1)))',$(TWICE_ENV_$(1))))
 	$(if $(strip $(call collect,$(1),COMPILE_FAIL)),$$(call step,CHECK,lesson$(1),code that must not compile,scripts/check-compile-fail.sh "$(CXX) -std=c++20 $(call stage_include,$(1))" $(call collect,$(1),COMPILE_FAIL)))
 	$(foreach check,$(call collect,$(1),CHECK_SCRIPTS),$$(call step,CHECK,lesson$(1),$(firstword $(subst =, ,$(check))),$(TEST_ENV) $(subst =, $(OUT)/lesson$(1)/,$(check)))$(recipe_break))
 
@@ -738,7 +747,8 @@ help:
 	@echo "                      (about 11 min, building every stage; after an edit of one"
 	@echo "                      library source, make test-lesson6 takes about 20 s)"
 	@echo "make SAN=1 test       the same tests under AddressSanitizer + UBSan, in build/san/"
-	@echo "                      (about 10 to 12 min, building every stage)"
+	@echo "                      (about 10 to 12 min, building every stage; SUITES=own: each stage"
+	@echo "                      below the last runs only its own lesson's suites, as CI does)"
 	@echo "make TSAN=1 test-lesson12  lessons 1-12's tests under ThreadSanitizer, in build/tsan/ (any"
 	@echo "                      test-lessonN; 8-12 cross threads; about 4 min from scratch, in CI)"
 	@echo "make STATIC=1 test-lesson7  lessons 1-7's tests linked statically, in build/static/"
