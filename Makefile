@@ -734,9 +734,10 @@ check-docs: docs
 	@scripts/check-docs.py $(BUILD_DIR)/docs
 	@scripts/docs-browser-check.py $(BUILD_DIR)/docs
 
-# gdb's `bt` inside a fiber must end at context_trampoline (skipped without gdb).
+# gdb's `bt` inside a fiber must end at context_trampoline (skipped without gdb). With
+# ARCH=aarch64 on x86-64: gdb-multiarch, on the demo under qemu-user's gdb stub.
 check-backtrace: lesson2
-	@$(if $(RUN),RUN="$(RUN)" )scripts/check-gdb-backtrace.sh $(OUT)/lesson2/demo
+	@$(if $(RUN),RUN="$(RUN)" SYSROOT=$(SYSROOT) )scripts/check-gdb-backtrace.sh $(OUT)/lesson2/demo
 
 # gdb's fiber commands (scripts/fib_gdb.py): info fibers, fiber bt, fiber ID, on the lesson-2
 # demo stopped in a fiber, and on the last stage's echo_server attached while it idles in

@@ -31,8 +31,8 @@
 
 // The ten general-purpose registers AAPCS64 makes callee-saved, x19–x28, then
 // the frame pointer x29 and the link register x30 (where the context resumes:
-// switch_context returns through it). Each pair is next to each other, 16-byte
-// aligned, for one stp/ldp.
+// switch_context returns through it). The registers of each stp/ldp pair lie
+// side by side.
 #define CTX_X19 0x00
 #define CTX_X20 0x08
 #define CTX_X21 0x10
