@@ -15,9 +15,27 @@
 # stage N adds and changes; `make stage-lessonN` writes stage N out alone.
 # `make help` lists every target.
 
-ifneq ($(shell uname -s)-$(shell uname -m),Linux-x86_64)
-$(error This course runs only on x86-64 Linux (this is $(shell uname -s) on $(shell uname -m)): its context switch is x86-64 assembly)
+# The machine the course builds for: x86_64 or aarch64 (arm64), this machine's own unless
+# told. On an x86-64 machine, ARCH=aarch64 cross-builds into build/aarch64/ and runs the
+# tests and the demos under qemu-user (see "ARCH=aarch64 on x86-64" below).
+HOST_ARCH := $(shell uname -m)
+ARCH ?= $(HOST_ARCH)
+ifneq ($(shell uname -s),Linux)
+$(error This course runs only on Linux (this is $(shell uname -s)): its lessons are Linux system calls)
 endif
+ifeq ($(filter x86_64 aarch64,$(ARCH)),)
+$(error ARCH=$(ARCH): the context switch is written for x86_64 and aarch64 only (this machine is $(HOST_ARCH)))
+endif
+ifneq ($(ARCH),$(HOST_ARCH))
+ifneq ($(HOST_ARCH)-$(ARCH),x86_64-aarch64)
+$(error ARCH=$(ARCH) on $(HOST_ARCH): the course cross-builds only from x86_64 to aarch64)
+endif
+CROSS := $(ARCH)
+endif
+# The assembly for an architecture lives in asm/NN-*/aarch64/X.S beside x86-64's
+# asm/NN-*/X.S, and a test's in tests/X_aarch64.S beside tests/X.S. for_arch names the
+# files of ARCH among those listed in their x86-64 names (asm_of finds a lesson's).
+for_arch = $(if $(filter aarch64,$(ARCH)),$(foreach f,$(1),$(basename $(f))_aarch64$(suffix $(f))),$(1))
 
 .DEFAULT_GOAL := all
 
@@ -44,7 +62,7 @@ DIR_13 := 13-redis
 # that stage on. CHECK_SCRIPTS_N holds SCRIPT=PROGRAM pairs: make test-lessonM, for
 # M >= N, runs each SCRIPT with stage M's PROGRAM ($(OUT)/lessonM/PROGRAM) after the tests.
 DEMO_1  := lessons/$(DIR_1)/main.cpp
-TESTS_1 := tests/L01_probes.S
+TESTS_1 := $(call for_arch,tests/L01_probes.S)
 
 DEMO_2  := lessons/$(DIR_2)/main.cpp
 # A test helper built as Debian builds user code by default, without stack-clash protection:
@@ -168,8 +186,23 @@ BENCH_EXTRA_12 := $(L12)/critics.cpp $(CHAT_6)
 
 LAST_LESSON := $(lastword $(LESSONS))
 
+# The stages ported to AArch64: 1 to 6 (lessons 3-6 are plain system calls on top of
+# lessons 1 and 2's switch). Lesson 7 moves the thread pointer, which AArch64 keeps in
+# another register with another TLS layout; until that port is written, a goal that
+# builds stage 7 or later stops here, before anything is built.
+ifeq ($(ARCH),aarch64)
+ARCH_UNPORTED := $(filter-out 1 2 3 4 5 6,$(LESSONS))
+ARCH_UNPORTED_GOALS := $(filter-out diff-lesson%,$(filter $(foreach n,$(ARCH_UNPORTED),%lesson$(n)) \
+    all programs run test test-shuffled check-text check-stack check-gdb check-echo-server \
+    check-exercises bench bench-echo bench-redis timelines,$(or $(MAKECMDGOALS),$(.DEFAULT_GOAL))))
+ifneq ($(ARCH_UNPORTED_GOALS),)
+$(error make ARCH=aarch64 $(firstword $(ARCH_UNPORTED_GOALS)): lesson 7's arm64 port is not written yet; ARCH=aarch64 builds stages 1 to 6 (make ARCH=aarch64 test-lesson6))
+endif
+endif
+
 # ---- Tools and flags ------------------------------------------------------------------------
 CXX      := g++
+ARCHIVER := ar
 # Objects are compiled through ccache when it is there (see "How the build runs" below).
 COMPILE   = $(if $(CCACHE),$(CCACHE) )$(CXX)
 CXXFLAGS := -std=c++20 -O2 -g -Wall -Wextra -Werror -fstack-clash-protection
@@ -177,20 +210,50 @@ CPPFLAGS := -MMD -MP
 LDFLAGS  :=
 LDLIBS   := -lpthread
 
+# ---- ARCH=aarch64 on x86-64 -----------------------------------------------------------------
+# Debian's cross compiler builds for AArch64, into a build tree of its own (build/aarch64/,
+# with san/, tsan/ and static/ under it as on x86-64), and what runs a test binary or a demo
+# there is qemu-user: RUN goes before each. GoogleTest is built for AArch64 from Debian's
+# googletest sources (/usr/src/googletest, which libgtest-dev brings) into that tree. A
+# missing package is installed through scripts/install-package.sh, one line saying so. On an
+# AArch64 machine none of this applies: ARCH is aarch64 there, and the build is native.
+BUILD_DIR ?= build
+ARCH_DIR := $(BUILD_DIR)$(if $(CROSS),/$(CROSS))
+RUN      :=
+ifdef CROSS
+CXX      := aarch64-linux-gnu-g++
+ARCHIVER := aarch64-linux-gnu-ar
+SYSROOT  := /usr/aarch64-linux-gnu
+RUN      := qemu-aarch64 -L $(SYSROOT)
+ifeq ($(shell command -v $(CXX)),)
+$(shell scripts/install-package.sh g++-aarch64-linux-gnu "the AArch64 cross compiler, for ARCH=aarch64" >&2)
+endif
+ifeq ($(wildcard $(SYSROOT)/lib/libc.so.6),)
+$(shell scripts/install-package.sh libc6-arm64-cross "the AArch64 C library, for ARCH=aarch64" >&2)
+endif
+ifeq ($(shell command -v qemu-aarch64),)
+$(shell scripts/install-package.sh qemu-user "qemu-user, which runs AArch64 programs here, for ARCH=aarch64" >&2)
+endif
+ifeq ($(and $(shell command -v $(CXX)),$(wildcard $(SYSROOT)/lib/libc.so.6)),)
+$(error ARCH=aarch64 needs the Debian packages g++-aarch64-linux-gnu and libc6-arm64-cross (the lines above say why they are missing))
+endif
+endif
+# The program that runs what the build made, if not this machine itself.
+run_prefix = $(if $(RUN),$(RUN) )
+
 # SAN=1: AddressSanitizer + UndefinedBehaviorSanitizer, in a build tree of its own.
 # Both sanitizer builds keep line tables only (-g1): a report still names every file and
 # line, and each file compiles in about 0.7 of the time -g takes (L13_server_test.cpp: 10.6 s
 # against 15.4 s under SAN); gdb's checks use the plain build, which keeps -g.
-BUILD_DIR ?= build
 SAN_DEBUG := -g1
 ifeq ($(SAN),1)
-OUT      := $(BUILD_DIR)/san
+OUT      := $(ARCH_DIR)/san
 CXXFLAGS += -O1 $(SAN_DEBUG) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS  += -fsanitize=address,undefined
 # Fake stacks exercise the fiber-switch annotations harder (off by default in GCC 12).
 TEST_ENV := ASAN_OPTIONS=detect_stack_use_after_return=1
 else
-OUT      := $(BUILD_DIR)
+OUT      := $(ARCH_DIR)
 endif
 
 # TSAN=1: ThreadSanitizer, in a build tree of its own (build/tsan/lessonN/), for the stages
@@ -203,7 +266,7 @@ ifeq ($(TSAN),1)
 ifeq ($(SAN),1)
 $(error SAN=1 and TSAN=1 do not go together: AddressSanitizer and ThreadSanitizer exclude each other)
 endif
-OUT      := $(BUILD_DIR)/tsan
+OUT      := $(ARCH_DIR)/tsan
 CXXFLAGS += -O1 $(SAN_DEBUG) -fsanitize=thread -fno-omit-frame-pointer
 LDFLAGS  += -fsanitize=thread
 TEST_ENV := TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
@@ -229,7 +292,7 @@ ifeq ($(STATIC),1)
 ifneq ($(SAN)$(TSAN),)
 $(error SAN=1 or TSAN=1 and STATIC=1 do not go together: the sanitizers need a dynamic link)
 endif
-OUT      := $(BUILD_DIR)/static
+OUT      := $(ARCH_DIR)/static
 STATIC_TESTED_BY := $(shell grep -l FIB_STATIC $(wildcard src/*/*.cpp asm/*/*.S lessons/*/*.cpp tests/*.cpp))
 ifneq ($(shell grep -l FIB_STATIC $(wildcard include/*/fib/* tests/*.hpp)),)
 $(error a header tests FIB_STATIC: define it for every file (CPPFLAGS += -DFIB_STATIC=1) in the STATIC=1 part of the Makefile)
@@ -238,9 +301,17 @@ LDFLAGS  += -static -Wl,-u,__libc_thread_freeres
 endif
 
 # GoogleTest, from Debian's libgtest-dev; only the tests need it, and make test installs it
-# when it is missing (scripts/install-package.sh).
+# when it is missing (scripts/install-package.sh). ARCH=aarch64 on x86-64 builds it from
+# Debian's googletest sources, once per build tree, as Debian's own package is built.
+ifdef CROSS
+GTEST_SOURCES := /usr/src/googletest/googletest
+GTEST_HEADER := $(wildcard $(GTEST_SOURCES)/src/gtest-all.cc)
+GTEST_LIBS   := $(ARCH_DIR)/gtest/libgtest.a
+CPPFLAGS     += -isystem $(GTEST_SOURCES)/include
+else
 GTEST_HEADER := $(firstword $(wildcard /usr/include/gtest/gtest.h /usr/local/include/gtest/gtest.h))
 GTEST_LIBS   := -lgtest
+endif
 # Every test binary runs under a watchdog: tests/main.cpp ends a test that runs
 # longer than FIB_TEST_TIMEOUT seconds and names it; `timeout` is the backstop.
 TEST_TIMEOUT := 1800
@@ -321,7 +392,7 @@ differ = $(filter-out $(1),$(2))$(filter-out $(2),$(1))
 # $(PCH).gch for `-include $(PCH)`, or the header itself if it cannot. The flags are the build
 # kind's, taken here: a test object's own flags would reach the rule too (make hands them
 # down to prerequisites), stage paths and all.
-PCH := $(if $(filter 1,$(STATIC)),$(BUILD_DIR),$(OUT))/pch/gtest_pch.hpp
+PCH := $(if $(filter 1,$(STATIC)),$(ARCH_DIR),$(OUT))/pch/gtest_pch.hpp
 PCH_FLAGS := $(filter-out -MMD -MP,$(CPPFLAGS)) $(CXXFLAGS)
 $(PCH).gch: tests/gtest_pch.hpp | gtest-check
 	@mkdir -p $(@D)
@@ -339,14 +410,17 @@ reverse = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword
 latest  = $(strip $(call reverse,$(call latest_,$(call reverse,$(1)),)))
 latest_ = $(if $(1),$(call latest_,$(wordlist 2,$(words $(1)),$(1)),$(2) $(if $(filter $(notdir $(firstword $(1))),$(notdir $(2))),,$(firstword $(1)))),$(2))
 
-# Lesson N's own library files, found by folder.
-lib_of     = $(sort $(wildcard asm/$(DIR_$(1))/*.S src/$(DIR_$(1))/*.cpp))
+# Lesson N's own library files, found by folder: for ARCH, or for architecture $(2).
+asm_of      = $(sort $(wildcard asm/$(DIR_$(1))/$(if $(filter aarch64,$(2)),aarch64/)*.S))
+arch_lib_of = $(call asm_of,$(1),$(2)) $(sort $(wildcard src/$(DIR_$(1))/*.cpp))
+lib_of      = $(call arch_lib_of,$(1),$(ARCH))
 headers_of = $(sort $(wildcard include/$(DIR_$(1))/fib/*))
 tests_of   = $(filter-out $(PROBE_$(1)),$(sort $(wildcard tests/L$(call nn,$(1))_*_test.cpp))) $(TESTS_$(1))
 # Stage N: its library sources and headers (replacements applied), its include path
 # (the latest lesson first, so that a replacing header is found before the one it
 # replaces), its test sources, and the bench rows.
-stage_lib     = $(call latest,$(foreach n,$(call upto,$(1)),$(call lib_of,$(n))))
+stage_lib     = $(call stage_lib_for,$(1),$(ARCH))
+stage_lib_for = $(call latest,$(foreach n,$(call upto,$(1)),$(call arch_lib_of,$(n),$(2))))
 stage_headers = $(call latest,$(foreach n,$(call upto,$(1)),$(call headers_of,$(n))))
 stage_include = $(foreach n,$(call reverse,$(call upto,$(1))),-Iinclude/$(DIR_$(n)))
 # The same folders as CPATH, which g++ searches as if each were given with -I, in order. The
@@ -361,7 +435,10 @@ stage_programs = $(sort $(call collect,$(1),PROGRAMS))
 program_lesson = $(lastword $(foreach n,$(call upto,$(1)),$(if $(filter $(2),$(PROGRAMS_$(n))),$(n))))
 program_srcs   = $(SOURCES_$(call program_lesson,$(1),$(2))_$(2))
 # Every file stage N is made of: what make stage-lessonN copies and diff-lessonN compares.
-stage_files = $(call stage_lib,$(1)) $(call stage_headers,$(1)) \
+# The same on every ARCH: x86-64's library, then AArch64's assembly.
+stage_files = $(call stage_lib_for,$(1),x86_64) \
+              $(filter-out $(call stage_lib_for,$(1),x86_64),$(call stage_lib_for,$(1),aarch64)) \
+              $(call stage_headers,$(1)) \
               $(filter-out %/exercises %/solutions,$(sort $(wildcard $(foreach n,$(call upto,$(1)),lessons/$(DIR_$(n))/*)))) \
               $(sort $(wildcard $(foreach n,$(call upto,$(1)),tests/L$(call nn,$(n))_*))) tests/main.cpp \
               tests/bench/bench_main.cpp tests/bench/bench.hpp \
@@ -427,7 +504,7 @@ $(OUT)/lesson$(1)/lib%.so: tests/%.cpp $(OUT)/lesson$(1)/headers.list
 	$$(call step,SO,lesson$(1),$$<,CPATH=$$(STAGE_CPATH) $$(CXX) $$(CPPFLAGS) $$(CXXFLAGS) -fPIC -shared $$< -o $$@)
 
 $(OUT)/lesson$(1)/libfib.a: $$(LIB_OBJS_$(1))
-	$$(call step,AR,lesson$(1),$$(@F),rm -f $$@ && ar rcs $$@ $$^)
+	$$(call step,AR,lesson$(1),$$(@F),rm -f $$@ && $$(ARCHIVER) rcs $$@ $$^)
 
 $(OUT)/lesson$(1)/demo: $$(DEMO_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a
 	$$(call step,LINK,lesson$(1),$$(@F),$$(CXX) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@)
@@ -447,7 +524,7 @@ $(OUT)/lesson$(1)/tests: $$(TEST_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a $$(TEST_S
 # helper may call into a test file that is not there). Linked afresh each time, as
 # TEST_FILES may differ.
 $(OUT)/lesson$(1)/test-helpers.a: $(call objects,$(1),$(filter-out tests/main.cpp %_test.cpp,$(call stage_tests,$(1))))
-	$$(call step,AR,lesson$(1),$$(@F),rm -f $$@ && ar rcs $$@ $$^)
+	$$(call step,AR,lesson$(1),$$(@F),rm -f $$@ && $$(ARCHIVER) rcs $$@ $$^)
 
 $(OUT)/lesson$(1)/tests-only: $(call objects,$(1),tests/main.cpp $(TEST_FILES)) $(OUT)/lesson$(1)/test-helpers.a \
                               $(OUT)/lesson$(1)/libfib.a $$(TEST_SO_$(1)) FORCE
@@ -475,18 +552,18 @@ lesson$(1): $(OUT)/lesson$(1)/demo $(OUT)/lesson$(1)/layers.ok \
             $(addprefix $(OUT)/lesson$(1)/,$(call stage_programs,$(1)))
 
 run-lesson$(1): lesson$(1)
-	$(OUT)/lesson$(1)/$(or $(RUN_$(1)),demo)
+	$(run_prefix)$(OUT)/lesson$(1)/$(or $(RUN_$(1)),demo)
 
 test-lesson$(1): gtest-check lesson$(1) $(OUT)/lesson$(1)/tests $(OUT)/lesson$(1)/tests-layers.ok
-	$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests.log,$(TEST_ENV) timeout $(TEST_TIMEOUT) $(OUT)/lesson$(1)/tests$(if $(call own_suites,$(1)), --gtest_filter='$(call own_suites,$(1))'))
-	$(if $(TWICE_$(1)),$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests-twice.log,$(TEST_ENV) $(TWICE_ENV_$(1)) timeout $(TEST_TIMEOUT) $(OUT)/lesson$(1)/tests --gtest_filter='$(or $(call own_suites,$(1)),$(TWICE_$(1)))',$(TWICE_ENV_$(1))))
+	$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests.log,$(TEST_ENV) timeout $(TEST_TIMEOUT) $(run_prefix)$(OUT)/lesson$(1)/tests$(if $(call own_suites,$(1)), --gtest_filter='$(call own_suites,$(1))'))
+	$(if $(TWICE_$(1)),$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests-twice.log,$(TEST_ENV) $(TWICE_ENV_$(1)) timeout $(TEST_TIMEOUT) $(run_prefix)$(OUT)/lesson$(1)/tests --gtest_filter='$(or $(call own_suites,$(1)),$(TWICE_$(1)))',$(TWICE_ENV_$(1))))
 	$(if $(strip $(call collect,$(1),COMPILE_FAIL)),$$(call step,CHECK,lesson$(1),code that must not compile,scripts/check-compile-fail.sh "$(CXX) -std=c++20 $(call stage_include,$(1))" $(call collect,$(1),COMPILE_FAIL)))
 	$(foreach check,$(call collect,$(1),CHECK_SCRIPTS),$$(call step,CHECK,lesson$(1),$(firstword $(subst =, ,$(check))),$(TEST_ENV) $(subst =, $(OUT)/lesson$(1)/,$(check)))$(recipe_break))
 
 # ROUNDS=3: the bench that many times, and the range of each figure and ratio over them
 # (scripts/bench-rounds.sh); SECTIONS="switch manager": only those sections' rows.
 bench-lesson$(1): $(OUT)/lesson$(1)/bench $(OUT)/lesson$(1)/bench-layers.ok
-	$(if $(filter-out 1,$(ROUNDS)),@scripts/bench-rounds.sh $(ROUNDS) ,)$(OUT)/lesson$(1)/bench $(SECTIONS)
+	$(if $(filter-out 1,$(ROUNDS)),@scripts/bench-rounds.sh $(ROUNDS) ,)$(run_prefix)$(OUT)/lesson$(1)/bench $(SECTIONS)
 
 # The copy comes with a Makefile that builds stage N alone, with the same flags.
 stage-lesson$(1):
@@ -527,7 +604,7 @@ $(foreach n,$(LESSONS),$(if $(filter cluster_echo,$(call stage_programs,$(n))),$
 define ECHO_SERVER_STAGE
 .PHONY: echo-server-lesson$(1) bench-echo-lesson$(1)
 echo-server-lesson$(1): lesson$(1)
-	$(OUT)/lesson$(1)/echo_server
+	$(run_prefix)$(OUT)/lesson$(1)/echo_server
 bench-echo-lesson$(1): lesson$(1)
 	@scripts/bench-echo.sh $(OUT)/lesson$(1)
 endef
@@ -562,7 +639,7 @@ TIMELINE_11 := --start-at spawn --from -20
 define TIMELINE_STAGE
 .PHONY: timeline-lesson$(1)
 timeline-lesson$(1): lesson$(1)
-	FIB_TRACE=$(OUT)/lesson$(1)/trace.json $(OUT)/lesson$(1)/demo > /dev/null
+	FIB_TRACE=$(OUT)/lesson$(1)/trace.json $(run_prefix)$(OUT)/lesson$(1)/demo > /dev/null
 	scripts/trace-view.py $(OUT)/lesson$(1)/trace.json -o lessons/$(DIR_$(1))/timeline.svg \
 	    --title "Lesson $(1): make timeline-lesson$(1)" $(TIMELINE_$(1))
 endef
@@ -633,7 +710,8 @@ test-shuffled: gtest-check $(OUT)/lesson$(LAST_LESSON)/tests
 check-tree:
 	@scripts/check-layers.py --self-test
 	@scripts/check-text.py names
-	@scripts/check-replacements.py $(foreach n,$(LESSONS),$(call lib_of,$(n)) $(call headers_of,$(n)))
+	@scripts/check-replacements.py $(foreach n,$(LESSONS),$(call arch_lib_of,$(n),x86_64) \
+	    $(call asm_of,$(n),aarch64) $(call headers_of,$(n)))
 	@scripts/check-future-names.py $(foreach n,$(LESSONS),"$(call stage_files,$(n))")
 	@scripts/check-new-in.py $(foreach n,$(LESSONS),"$(call stage_files,$(n))")
 
@@ -665,9 +743,10 @@ check-docs: docs
 	@scripts/check-docs.py $(BUILD_DIR)/docs
 	@scripts/docs-browser-check.py $(BUILD_DIR)/docs
 
-# gdb's `bt` inside a fiber must end at context_trampoline (skipped without gdb).
+# gdb's `bt` inside a fiber must end at context_trampoline (skipped without gdb). With
+# ARCH=aarch64 on x86-64: gdb-multiarch, on the demo under qemu-user's gdb stub.
 check-backtrace: lesson2
-	@scripts/check-gdb-backtrace.sh $(OUT)/lesson2/demo
+	@$(if $(RUN),RUN="$(RUN)" SYSROOT=$(SYSROOT) )scripts/check-gdb-backtrace.sh $(OUT)/lesson2/demo
 
 # gdb's fiber commands (scripts/fib_gdb.py): info fibers, fiber bt, fiber ID, on the lesson-2
 # demo stopped in a fiber, and on the last stage's echo_server attached while it idles in
@@ -698,9 +777,19 @@ check-echo-server: $(foreach n,$(LESSONS),$(if $(filter echo_server cluster_echo
 # with nc 127.0.0.1 8001).
 run: echo-server-lesson$(LAST_LESSON)
 
+ifdef CROSS
+gtest-check: $(GTEST_LIBS)
+$(GTEST_LIBS):
+	@$(if $(GTEST_HEADER),,scripts/install-package.sh googletest "GoogleTest's sources, built for ARCH=aarch64")
+	@mkdir -p $(@D)
+	$(call step,CXX,gtest,gtest-all.cc,$(COMPILE) -std=c++20 -O2 -isystem $(GTEST_SOURCES)/include -I$(GTEST_SOURCES) \
+	    -c $(GTEST_SOURCES)/src/gtest-all.cc -o $(@D)/gtest-all.o)
+	$(call step,AR,gtest,$(@F),rm -f $@ && $(ARCHIVER) rcs $@ $(@D)/gtest-all.o)
+else
 gtest-check:
 ifeq ($(GTEST_HEADER),)
 	@scripts/install-package.sh libgtest-dev "GoogleTest, which the tests are written in"
+endif
 endif
 
 clean:
@@ -751,6 +840,9 @@ help:
 	@echo "                      below the last runs only its own lesson's suites, as CI does)"
 	@echo "make TSAN=1 test-lesson12  lessons 1-12's tests under ThreadSanitizer, in build/tsan/ (any"
 	@echo "                      test-lessonN; 8-12 cross threads; about 4 min from scratch, in CI)"
+	@echo "make ARCH=aarch64 test-lessonN  (N <= 6, on x86-64) stage N cross-built for arm64 into"
+	@echo "                      build/aarch64/, its tests run under qemu-user; also run-lessonN,"
+	@echo "                      check-backtrace (on an arm64 machine plain make does the same, natively)"
 	@echo "make STATIC=1 test-lesson7  lessons 1-7's tests linked statically, in build/static/"
 	@echo "                      (about 1 min after make test)"
 	@echo "make test-shuffled    every suite again under FIB_SCHEDULE_SEED=1 2 3 (SHUFFLE_SEEDS=...):"

@@ -1,8 +1,10 @@
-// L01_fp_control_test.cpp — lesson 1: MXCSR and the x87 control word belong to each context.
+// L01_fp_control_test.cpp — lesson 1: MXCSR and the x87 control word (FPCR) belong to each context.
 //
 // The SysV ABI makes the control bits of MXCSR (SSE rounding, flush-to-zero) and
 // of the x87 control word (precision, rounding) callee-saved, so switch_context
-// saves and loads them; a fresh context starts with its preparer's.
+// saves and loads them; a fresh context starts with its preparer's. On AArch64,
+// AAPCS64 says the same of FPCR (rounding, flush-to-zero, default NaN): the
+// second half of this file.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -14,6 +16,10 @@
 namespace {
 
 using l01::Coroutine;
+
+constexpr int kFpRounds = 5;
+
+#if defined(__x86_64__)
 
 // MXCSR bits 13–14 round, 15 flushes to zero; bits 0–5 are status flags, never compared.
 constexpr std::uint32_t kMxcsrControl = 0xffc0, kMxcsrRoundAndFlush = 0xe000;
@@ -53,8 +59,6 @@ struct FpControlRestorer {
     const FpControl saved = read_fp_control();
     ~FpControlRestorer() { write_fp_control(saved); }
 };
-
-constexpr int kFpRounds = 5;
 
 TEST(L01_Switch, MxcsrAndX87ControlWordArePerContext) {
     FpControlRestorer restorer;
@@ -102,5 +106,76 @@ TEST(L01_Switch, FreshContextStartsWithTheFpControlOfItsPreparer) {
     EXPECT_EQ(seen, at_prepare);
     EXPECT_EQ(read_fp_control(), restorer.saved);
 }
+
+#elif defined(__aarch64__)
+
+// FPCR bits 22–23 round (to nearest, up, down, to zero), 24 flushes to zero, 25 makes
+// every NaN the default one. The trap-enable bits are left alone: most cores ignore them.
+constexpr std::uint64_t kFpcrRoundFlushAndNan = 0x3c00000;
+constexpr std::uint64_t kFpcrUp = 0x400000, kFpcrDown = 0x800000, kFpcrToZero = 0xc00000;
+constexpr std::uint64_t kFpcrFlushToZero = 0x1000000, kFpcrDefaultNan = 0x2000000;
+
+std::uint64_t read_fpcr() {
+    std::uint64_t fpcr;
+    asm volatile("mrs %0, fpcr" : "=r"(fpcr));
+    return fpcr;
+}
+void write_fpcr(std::uint64_t fpcr) { asm volatile("msr fpcr, %0" : : "r"(fpcr)); }
+// The thread's current FPCR with other rounding, flushing and NaN bits.
+std::uint64_t fpcr_with(std::uint64_t bits) { return (read_fpcr() & ~kFpcrRoundFlushAndNan) | bits; }
+// Gives the test thread its own FPCR back however the test ends.
+struct FpcrRestorer {
+    const std::uint64_t saved = read_fpcr();
+    ~FpcrRestorer() { write_fpcr(saved); }
+};
+
+TEST(L01_Switch, FpcrIsPerContext) {
+    FpcrRestorer restorer;
+    const std::uint64_t a_own = fpcr_with(kFpcrToZero | kFpcrFlushToZero);
+    const std::uint64_t b_own = fpcr_with(kFpcrDown | kFpcrDefaultNan);
+    const std::uint64_t main_own = fpcr_with(kFpcrUp);
+    std::array<std::uint64_t, kFpRounds> a_seen{}, b_seen{}, main_seen{};
+    // Each context sets its own FPCR once, then reads it back every time it resumes.
+    auto player = [](std::uint64_t own, std::array<std::uint64_t, kFpRounds>& seen) {
+        return [own, &seen](Coroutine& self) {
+            write_fpcr(own);
+            for (auto& look : seen) {
+                self.yield();
+                look = read_fpcr();
+            }
+        };
+    };
+    Coroutine a(player(a_own, a_seen)), b(player(b_own, b_seen));
+    a.resume();
+    b.resume();
+    write_fpcr(main_own);
+    for (auto& look : main_seen) {
+        a.resume();
+        b.resume();
+        look = read_fpcr();
+    }
+    write_fpcr(restorer.saved);
+    for (int round = 0; round < kFpRounds; ++round) {
+        SCOPED_TRACE(round);
+        EXPECT_EQ(a_seen[round], a_own);
+        EXPECT_EQ(b_seen[round], b_own);
+        EXPECT_EQ(main_seen[round], main_own);
+    }
+}
+
+TEST(L01_Switch, FreshContextStartsWithTheFpcrOfItsPreparer) {
+    FpcrRestorer restorer;
+    const std::uint64_t at_prepare = fpcr_with(kFpcrToZero | kFpcrDefaultNan);
+    std::uint64_t seen = 0;
+    write_fpcr(at_prepare);
+    Coroutine fresh([&seen](Coroutine&) { seen = read_fpcr(); });  // prepares
+    // The thread's own FPCR again before the switch: the context must not get it.
+    write_fpcr(restorer.saved);
+    fresh.resume();
+    EXPECT_EQ(seen, at_prepare);
+    EXPECT_EQ(read_fpcr(), restorer.saved);
+}
+
+#endif
 
 }  // namespace

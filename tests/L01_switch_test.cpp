@@ -13,12 +13,17 @@
 #include <utility>
 
 #include "L01_coroutine.hpp"
+#include "L01_sanitizers.hpp"
 #include "fib/context.hpp"
 #include "fib/stack.hpp"
 
-// The entry probe of tests/L01_probes.S, and its C++ half.
+// The entry probe of tests/L01_probes.S (tests/L01_probes_aarch64.S), and its C++ half.
+#if defined(__x86_64__)
 extern "C" void probe_entry_passing_rsp(std::uintptr_t arg);
-extern "C" void probe_entry_continue(std::uintptr_t arg, std::uintptr_t entry_rsp);
+#elif defined(__aarch64__)
+extern "C" void probe_entry_passing_sp(std::uintptr_t arg);
+#endif
+extern "C" void probe_entry_continue(std::uintptr_t arg, std::uintptr_t entry_sp);
 
 namespace {
 
@@ -28,23 +33,40 @@ using l01::Coroutine;
 
 constexpr int kRegisterRounds = 4;
 
-// rbx, rbp, r12–r15 as one comparable, printable value.
-std::array<std::uint64_t, 6> callee_saved(const fib::Context& c) {
-    return {c.rbx, c.rbp, c.r12, c.r13, c.r14, c.r15};
+// The fields of the registers the probe holds: rbx, rbp, r12–r15 on x86-64; x19–x28,
+// fp (x29) and d8–d15 on AArch64.
+#if defined(__x86_64__)
+constexpr std::size_t kHeld = 6;
+std::array<std::uint64_t*, kHeld> held_fields(fib::Context& c) {
+    return {&c.rbx, &c.rbp, &c.r12, &c.r13, &c.r14, &c.r15};
 }
-// Six distinct values: `side` names the context, the low bits the register and round.
+#elif defined(__aarch64__)
+constexpr std::size_t kHeld = 19;
+std::array<std::uint64_t*, kHeld> held_fields(fib::Context& c) {
+    return {&c.x19, &c.x20, &c.x21, &c.x22, &c.x23, &c.x24, &c.x25, &c.x26, &c.x27, &c.x28,
+            &c.fp,  &c.d8,  &c.d9,  &c.d10, &c.d11, &c.d12, &c.d13, &c.d14, &c.d15};
+}
+#endif
+
+// Those registers as one comparable, printable value.
+std::array<std::uint64_t, kHeld> callee_saved(fib::Context c) {
+    std::array<std::uint64_t, kHeld> values;
+    const auto fields = held_fields(c);
+    for (std::size_t index = 0; index < kHeld; ++index) values[index] = *fields[index];
+    return values;
+}
+// Distinct values: `side` names the context, the low bits the register and round.
 fib::Context register_pattern(std::uint64_t side, int round) {
     fib::Context pattern;
-    std::uint64_t* const registers[] = {&pattern.rbx, &pattern.rbp, &pattern.r12,
-                                        &pattern.r13, &pattern.r14, &pattern.r15};
-    for (std::uint64_t index = 0; index < 6; ++index)
-        *registers[index] = side + (index << 8) + static_cast<std::uint64_t>(round);
+    const auto fields = held_fields(pattern);
+    for (std::uint64_t index = 0; index < kHeld; ++index)
+        *fields[index] = side + (index << 8) + static_cast<std::uint64_t>(round);
     return pattern;
 }
 constexpr std::uint64_t kMainSide = 0x4d41494e00000000, kOtherSide = 0xbad0bad0bad00000;
 
-// Both sides switch through the probe holding their own pattern in all six
-// registers, so each gets its values back only if switch_context restores them.
+// Both sides switch through the probe holding their own pattern in every held
+// register, so each gets its values back only if switch_context restores them.
 TEST(L01_Switch, CalleeSavedRegistersSurviveAContextThatClobbersThem) {
     int other_lost = 0;
     Coroutine other([&](Coroutine& self) {
@@ -71,25 +93,53 @@ TEST(L01_Switch, CalleeSavedRegistersSurviveAContextThatClobbersThem) {
     EXPECT_EQ(other_lost, 0);
 }
 
+// The same a million times over, each side counting the rounds it got any register back
+// changed: a switch that loses one only now and then (a register the save and the load
+// agree on by chance) shows here.
+TEST(L01_Switch, CalleeSavedRegistersSurviveAMillionSwitches) {
+    constexpr long kRounds = fewer_under_thread_sanitizer(1'000'000);
+    const fib::Context main_values = register_pattern(kMainSide, 1);
+    const fib::Context other_values = register_pattern(kOtherSide, 2);
+    long main_lost = 0, other_lost = 0;
+    Coroutine other([&](Coroutine& self) {
+        fib::Context seen;
+        const Coroutine::Probe probe{&other_values, &seen};
+        for (long round = 0; round < kRounds; ++round) {
+            self.yield(&probe);
+            if (callee_saved(seen) != callee_saved(other_values)) ++other_lost;
+        }
+    });
+    fib::Context seen;
+    const Coroutine::Probe probe{&main_values, &seen};
+    for (long round = 0; round < kRounds; ++round) {
+        other.resume(reinterpret_cast<std::uintptr_t>(&other), &probe);
+        if (callee_saved(seen) != callee_saved(main_values)) ++main_lost;
+    }
+    other.resume();
+    EXPECT_EQ(main_lost, 0);
+    EXPECT_EQ(other_lost, 0);
+}
+
 // ---- The entry function: its stack alignment and its argument ---------------------------
 
 // What a raw entry function saw, and the coroutine it runs on (found here, not via arg).
 Coroutine* entry_coroutine = nullptr;
-std::uintptr_t entry_arg = 0, entry_rsp = 0;
+std::uintptr_t entry_arg = 0, entry_sp = 0;
 
 }  // namespace
 
-// Reached from probe_entry_passing_rsp with the rsp of the entry's first instruction.
-extern "C" void probe_entry_continue(std::uintptr_t arg, std::uintptr_t rsp) {
+// Reached from the entry probe with the stack pointer of the entry's first instruction.
+extern "C" void probe_entry_continue(std::uintptr_t arg, std::uintptr_t sp) {
     entry_coroutine->arrive();
     entry_arg = arg;
-    entry_rsp = rsp;
+    entry_sp = sp;
     entry_coroutine->leave();
 }
 
 namespace {
 
 // prepare_context rounds the top down itself, so every misalignment of the top is tried.
+#if defined(__x86_64__)
 TEST(L01_Switch, EntryStartsWithRspPlus8AlignedTo16ForAnyStackTop) {
     for (std::size_t below_top = 0; below_top < 16; ++below_top) {
         SCOPED_TRACE(below_top);
@@ -97,13 +147,28 @@ TEST(L01_Switch, EntryStartsWithRspPlus8AlignedTo16ForAnyStackTop) {
         entry_coroutine = &fresh;
         fresh.resume(below_top);
         EXPECT_EQ(entry_arg, below_top);
-        EXPECT_EQ((entry_rsp + 8) % 16, 0u);
+        EXPECT_EQ((entry_sp + 8) % 16, 0u);
         // Only the trampoline's return address lies between the top and the entry's rsp.
         const auto top = reinterpret_cast<std::uintptr_t>(fresh.stack.top()) - below_top;
-        EXPECT_LE(entry_rsp, top - 8);
-        EXPECT_GT(entry_rsp, top - 24);
+        EXPECT_LE(entry_sp, top - 8);
+        EXPECT_GT(entry_sp, top - 24);
     }
 }
+#elif defined(__aarch64__)
+TEST(L01_Switch, EntryStartsWithSpAlignedTo16ForAnyStackTop) {
+    for (std::size_t below_top = 0; below_top < 16; ++below_top) {
+        SCOPED_TRACE(below_top);
+        Coroutine fresh(probe_entry_passing_sp, below_top);
+        entry_coroutine = &fresh;
+        fresh.resume(below_top);
+        EXPECT_EQ(entry_arg, below_top);
+        EXPECT_EQ(entry_sp % 16, 0u);
+        // A call pushes nothing: the entry's sp is the top itself, rounded down to 16.
+        const auto top = reinterpret_cast<std::uintptr_t>(fresh.stack.top()) - below_top;
+        EXPECT_EQ(entry_sp, top & ~std::uintptr_t{15});
+    }
+}
+#endif
 
 TEST(L01_Switch, ArgArrivesAsTheEntryFunctionsFirstArgument) {
     constexpr std::uintptr_t kDistinctive = 0xfeedfacecafebeef;
@@ -160,7 +225,8 @@ TEST(L01_Switch, UnwindingAFreshContextEndsCleanlyAtTheTrampoline) {
     _Unwind_Reason_Code result = _URC_NO_REASON;
     Coroutine fresh([&](Coroutine&) { result = _Unwind_Backtrace(count_frame, &walk); }, kAboveTop);
     // Above the context's top, where a caller may keep data of its own, lie plausible
-    // return addresses (readable, but no code): only .cfi_undefined rip stops the walk there.
+    // return addresses (readable, but no code): only .cfi_undefined rip (x30 on AArch64) stops
+    // the walk there.
     auto* const above =
         reinterpret_cast<std::uintptr_t*>(static_cast<char*>(fresh.stack.top()) - kAboveTop);
     for (std::size_t word = 0; word < kAboveTop / sizeof *above; ++word)

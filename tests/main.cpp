@@ -2,6 +2,9 @@
 //
 // Death tests run in a re-executed child ("threadsafe" style), so a child
 // starts from a clean process rather than a fork of one with fibers mid-flight.
+// Under qemu-user (make ARCH=aarch64 on x86-64) a child cannot re-execute the
+// binary (the kernel does not know how to run it), so there it is a plain fork
+// ("fast" style) of the process at the death test.
 //
 // A watchdog bounds every test: one that runs longer than FIB_TEST_TIMEOUT
 // seconds (default 180) is stopped with a line naming it, and the binary exits
@@ -15,6 +18,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+
+#include "L01_emulator.hpp"
 
 namespace {
 
@@ -50,7 +55,7 @@ class Watchdog : public testing::EmptyTestEventListener {
 
 int main(int argc, char** argv) {
     testing::InitGoogleTest(&argc, argv);
-    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    GTEST_FLAG_SET(death_test_style, l01::under_emulator() ? "fast" : "threadsafe");
     if (const char* seconds = std::getenv("FIB_TEST_TIMEOUT")) timeout_seconds = std::atoi(seconds);
     if (timeout_seconds > 0) {
         struct sigaction action {};

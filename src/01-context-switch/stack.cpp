@@ -1,10 +1,10 @@
 // stack.cpp — lesson 1: mapping and unmapping stacks with a guard region.
 #include "fib/stack.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <string>
 #include <system_error>
@@ -23,13 +23,27 @@ namespace {
 // say EINVAL, and the pages become PROT_NONE instead, which splits the mapping
 // in two: then vm.max_map_count (65530 by default) allows ~32,000 live stacks.
 int install_guard(void* mapping, std::size_t size) {
-    static std::atomic<bool> guard_regions{true};  // until the kernel says otherwise
-    if (guard_regions.load(std::memory_order_relaxed)) {
-        if (madvise(mapping, size, MADV_GUARD_INSTALL) == 0) return 0;
-        if (errno != EINVAL) return -1;
-        guard_regions.store(false, std::memory_order_relaxed);
-    }
+    if (guard_regions()) return madvise(mapping, size, MADV_GUARD_INSTALL);
     return mprotect(mapping, size, PROT_NONE);
+}
+
+// Installs a guard region on a scratch page and asks the kernel to read it: a
+// write(2) from it to a pipe must fail with EFAULT, with no signal. An emulator
+// may say yes to the madvise and do nothing (qemu-user does), and then the
+// write succeeds.
+bool guard_region_faults() {
+    const std::size_t page = page_size();
+    void* scratch = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (scratch == MAP_FAILED) return false;
+    bool faults = false;
+    int pipe_ends[2];
+    if (madvise(scratch, page, MADV_GUARD_INSTALL) == 0 && pipe2(pipe_ends, O_CLOEXEC) == 0) {
+        faults = write(pipe_ends[1], scratch, 1) < 0 && errno == EFAULT;
+        close(pipe_ends[0]);
+        close(pipe_ends[1]);
+    }
+    munmap(scratch, page);
+    return faults;
 }
 
 }  // namespace
@@ -37,6 +51,11 @@ int install_guard(void* mapping, std::size_t size) {
 std::size_t page_size() {
     static const std::size_t size = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
     return size;
+}
+
+bool guard_regions() {
+    static const bool faulting = guard_region_faults();  // probed once per process
+    return faulting;
 }
 
 Stack::Stack(std::size_t usable_size) {

@@ -39,13 +39,23 @@ struct Message {
     }
 };
 
+// The stack pointer at the fault, from the registers the kernel saved for the
+// handler: each architecture keeps it in a field of its own.
+std::uintptr_t stack_pointer_at_fault(void* ucontext) {
+    const mcontext_t& registers = static_cast<ucontext_t*>(ucontext)->uc_mcontext;
+#if defined(__x86_64__)
+    return static_cast<std::uintptr_t>(registers.gregs[REG_RSP]);
+#elif defined(__aarch64__)
+    return static_cast<std::uintptr_t>(registers.sp);
+#endif
+}
+
 // An overflow shows as an access inside the stack's guard region, or, after
 // a frame bigger than the guard, as a fault with the stack pointer already
 // below the stack's bottom: either way the fiber ran out of stack.
 bool overflowed(const Stack& stack, const void* address, void* ucontext) {
     if (stack.guard_contains(address)) return true;
-    const auto rsp = static_cast<std::uintptr_t>(
-        static_cast<ucontext_t*>(ucontext)->uc_mcontext.gregs[REG_RSP]);
+    const auto rsp = stack_pointer_at_fault(ucontext);
     const auto bottom = reinterpret_cast<std::uintptr_t>(stack.bottom());
     return stack && rsp < bottom;
 }

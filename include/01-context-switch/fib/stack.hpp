@@ -64,6 +64,11 @@ private:
     std::size_t size_ = 0;
 };
 
+// The system's page size (sysconf): 4 KiB on x86-64; 4, 16 or 64 KiB on AArch64.
 std::size_t page_size();
+
+// Whether stacks get guard regions (MADV_GUARD_INSTALL, Linux 6.13+) rather than
+// PROT_NONE pages: only where a probe, once per process, saw a guard region fault.
+bool guard_regions();
 
 }  // namespace fib

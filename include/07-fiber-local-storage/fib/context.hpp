@@ -8,6 +8,10 @@
 // Caller-saved registers (rax, rcx, rdx, rsi, rdi, r8–r11, xmm0–15) are absent on
 // purpose: switch_context is an ordinary function call, so the compiler already
 // assumes the call destroys them and keeps nothing it needs there.
+//
+// On AArch64 the same holds for x0–x18, v0–v7, v16–v31 and the upper halves of
+// v8–v15; its Context is the second struct below, lesson 1's as it was: this
+// lesson's switch routines are x86-64's.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +20,8 @@
 #include "fib/context_layout.h"
 
 namespace fib {
+
+#if defined(__x86_64__)
 
 struct Context {
     std::uint64_t rbx = 0;  // callee-saved
@@ -47,6 +53,59 @@ static_assert(offsetof(Context, x87_cw) == CTX_X87CW);
 static_assert(offsetof(Context, fs_base) == CTX_FS_BASE);
 static_assert(offsetof(Context, gs_base) == CTX_GS_BASE);
 
+#elif defined(__aarch64__)
+
+struct Context {
+    std::uint64_t x19 = 0;  // callee-saved, x19–x28
+    std::uint64_t x20 = 0;
+    std::uint64_t x21 = 0;
+    std::uint64_t x22 = 0;
+    std::uint64_t x23 = 0;
+    std::uint64_t x24 = 0;
+    std::uint64_t x25 = 0;
+    std::uint64_t x26 = 0;
+    std::uint64_t x27 = 0;
+    std::uint64_t x28 = 0;
+    std::uint64_t fp = 0;   // x29, callee-saved (frame pointer; 0 ends gdb's frame chain)
+    std::uint64_t lr = 0;   // x30: address to resume at (switch_context returns through it)
+    std::uint64_t sp = 0;   // stack pointer to resume with
+    std::uint64_t d8 = 0;   // callee-saved: the low halves of v8–v15
+    std::uint64_t d9 = 0;
+    std::uint64_t d10 = 0;
+    std::uint64_t d11 = 0;
+    std::uint64_t d12 = 0;
+    std::uint64_t d13 = 0;
+    std::uint64_t d14 = 0;
+    std::uint64_t d15 = 0;
+    std::uint64_t fpcr = 0;  // callee-saved control bits: rounding, flush-to-zero, default NaN
+};
+
+// The layout the assembly relies on, proved field by field.
+static_assert(offsetof(Context, x19) == CTX_X19);
+static_assert(offsetof(Context, x20) == CTX_X20);
+static_assert(offsetof(Context, x21) == CTX_X21);
+static_assert(offsetof(Context, x22) == CTX_X22);
+static_assert(offsetof(Context, x23) == CTX_X23);
+static_assert(offsetof(Context, x24) == CTX_X24);
+static_assert(offsetof(Context, x25) == CTX_X25);
+static_assert(offsetof(Context, x26) == CTX_X26);
+static_assert(offsetof(Context, x27) == CTX_X27);
+static_assert(offsetof(Context, x28) == CTX_X28);
+static_assert(offsetof(Context, fp) == CTX_FP);
+static_assert(offsetof(Context, lr) == CTX_LR);
+static_assert(offsetof(Context, sp) == CTX_SP);
+static_assert(offsetof(Context, d8) == CTX_D8);
+static_assert(offsetof(Context, d9) == CTX_D9);
+static_assert(offsetof(Context, d10) == CTX_D10);
+static_assert(offsetof(Context, d11) == CTX_D11);
+static_assert(offsetof(Context, d12) == CTX_D12);
+static_assert(offsetof(Context, d13) == CTX_D13);
+static_assert(offsetof(Context, d14) == CTX_D14);
+static_assert(offsetof(Context, d15) == CTX_D15);
+static_assert(offsetof(Context, fpcr) == CTX_FPCR);
+
+#endif
+
 // The entry function of a fresh context. It receives switch_context's `arg` and
 // must never return: it ends by switching to another context for good.
 using ContextEntry = void (*)(std::uintptr_t arg);
@@ -58,7 +117,7 @@ extern "C" {
 // `arg` as its first argument. Defined in asm/switch_context.S.
 void switch_context(Context* from, Context* to, std::uintptr_t arg);
 
-// Where prepare_context points a fresh context's rip. Defined in
+// Where prepare_context points a fresh context's rip (lr on AArch64). Defined in
 // asm/context_trampoline.S; never called directly.
 void context_trampoline();
 
@@ -69,8 +128,8 @@ void context_trampoline();
 
 // Make `context` start `entry` at its first switch, on the stack that grows down
 // from `stack_top` (rounded down to 16 bytes; the caller may keep data above it).
-// The new context inherits the caller's MXCSR and x87 control word, as a new
-// thread does.
+// The new context inherits the caller's MXCSR and x87 control word (FPCR on
+// AArch64), as a new thread does.
 void prepare_context(Context& context, void* stack_top, ContextEntry entry);
 
 }  // namespace fib

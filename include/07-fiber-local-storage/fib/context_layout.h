@@ -3,12 +3,16 @@
 // Replaces lesson 1's context_layout.h from stage 7 on: the same offsets, and two
 // more at the end for the switch routines of asm/07-fiber-local-storage/.
 //
-// This file is the one source of truth for the layout. It is included by the
-// assembly (switch_context.S) and by C++ (context.hpp), which proves every
-// offset with static_assert(offsetof(...)). Keep it to #defines: the assembler
-// understands nothing else.
+// This file is the one source of truth for the layout, one block per architecture.
+// It is included by the assembly (switch_context.S, and aarch64/switch_context.S
+// on AArch64) and by C++ (context.hpp), which proves every offset with
+// static_assert(offsetof(...)). Keep it to #defines: the assembler understands
+// nothing else. The AArch64 block is lesson 1's alone: this lesson's switch
+// routines are x86-64's.
 #ifndef FIB_CONTEXT_LAYOUT_H
 #define FIB_CONTEXT_LAYOUT_H
+
+#if defined(__x86_64__)
 
 // The six general-purpose registers the SysV ABI makes callee-saved.
 #define CTX_RBX 0x00
@@ -32,5 +36,45 @@
 // them; lesson 1's switch_context neither reads nor writes them.
 #define CTX_FS_BASE 0x48
 #define CTX_GS_BASE 0x50
+
+#elif defined(__aarch64__)
+
+// The ten general-purpose registers AAPCS64 makes callee-saved, x19–x28, then
+// the frame pointer x29 and the link register x30 (where the context resumes:
+// switch_context returns through it). The registers of each stp/ldp pair lie
+// side by side.
+#define CTX_X19 0x00
+#define CTX_X20 0x08
+#define CTX_X21 0x10
+#define CTX_X22 0x18
+#define CTX_X23 0x20
+#define CTX_X24 0x28
+#define CTX_X25 0x30
+#define CTX_X26 0x38
+#define CTX_X27 0x40
+#define CTX_X28 0x48
+#define CTX_FP 0x50
+#define CTX_LR 0x58
+
+// Where the context's stack pointer was.
+#define CTX_SP 0x60
+
+// The low 64 bits of v8–v15 (d8–d15): AAPCS64 makes only these callee-saved.
+#define CTX_D8 0x68
+#define CTX_D9 0x70
+#define CTX_D10 0x78
+#define CTX_D11 0x80
+#define CTX_D12 0x88
+#define CTX_D13 0x90
+#define CTX_D14 0x98
+#define CTX_D15 0xa0
+
+// The floating-point control register, also callee-saved: rounding mode,
+// flush-to-zero, default NaN.
+#define CTX_FPCR 0xa8
+
+#else
+#error "fib: the context switch is written for x86-64 and AArch64 only"
+#endif
 
 #endif
