@@ -15,6 +15,7 @@
 #include "fib/fiber.hpp"
 #include "fib/fiber_tls.hpp"
 #include "fib/glibc_tls.hpp"
+#include "fib/tls_segments.hpp"
 
 #ifndef FIB_STATIC
 extern "C" int* l06_probe_counter();  // tests/L07_probe_lib.cpp, linked in
@@ -65,6 +66,8 @@ TEST(L07_Dtv, ADlopenedLibrarysThreadLocalIsFreshInEachOfAThousandRecycledFibers
     ASSERT_NE(dladdr(reinterpret_cast<void*>(&l06_probe_counter), &linked), 0);
     fib::FiberManager manager;
     fib::FiberTls tls(manager);  // before the dlopen: the module is new to every block
+    // As any earlier fiber would have: the segments were read before the dlopen.
+    ASSERT_FALSE(fib::tls_segments().empty());
     LoadedCopy copy(linked.dli_fname);
     ASSERT_NE(copy.handle, nullptr) << dlerror();
     auto* was_fresh = copy.function<bool()>("l07_probe_tracked_was_fresh");

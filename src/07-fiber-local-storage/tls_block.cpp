@@ -54,8 +54,8 @@ constexpr std::size_t kFirstKeysBytes = 32 * 2 * sizeof(void*);
 void fill_descriptor(TcbHead* block, TcbHead* thread) {
     char* descriptor = descriptor_of(block);
     // glibc never reads tcbhead_t's `private` word: ours names the thread, for
-    // the handlers that must run on the thread's block (thread_protocols.cpp)
-    // and for a pthread_cancel of the thread (fiber_ending).
+    // the handler that must run on the thread's block and for the check that
+    // the thread was not cancelled (thread_protocols.cpp).
     block->thread = thread;
     // 0 would let libc drop the barriers and exclusive accesses from its
     // atomics while other threads run: claim there are many, always.
@@ -164,7 +164,8 @@ TcbHead* TlsBlockPool::make_block() {
     // not in ours; -2 ("registration failed") makes sched_getcpu() ask it
     // instead of reading a silent 0. Whether or not the thread registered one:
     // pthread_create reads the creator's to decide whether the new thread
-    // registers, and aborts when that fails (L07_Protocols.ThreadStartedFromATlsFiberRunsAndKnowsItsCpu).
+    // registers, and aborts the new thread when that fails
+    // (L07_Protocols.ThreadStartedFromATlsFiberRunsWhereRseqCannotRegister).
     int cpu_id = -2;
     std::memcpy(reinterpret_cast<char*>(block) + __rseq_offset + sizeof(std::uint32_t), &cpu_id,
                 sizeof cpu_id);
