@@ -29,7 +29,7 @@ def index(site):
     items = "".join('<li><a href="%s">%s</a><br><span class="line">%s</span></li>'
                     % (lesson.page, lesson.title, docs_markdown.inline(lines.get(str(lesson.number), ""), links))
                     for lesson in site.lessons)
-    body = ('<h1>Fibers from scratch</h1>\n<p>A C++ course that builds a fiber scheduler for x86-64 Linux, '
+    body = ('<h1>Fibers from scratch</h1>\n<p>A C++ course that builds a fiber scheduler for x86-64 Linux (and arm64, lessons 1–6), '
             'one layer per lesson. Each lesson\'s page shows its README, then every file of its reading '
             'order with the comments as prose beside the code. The course\'s <a href="readme.html">README</a> '
             'says how to build and run it.</p>\n<h2 id="lessons">The lessons</h2>\n<ol class="lessons">%s</ol>\n'

@@ -1,5 +1,5 @@
 # docs_highlight.py — syntax highlighting for the course's pages (make docs): C++,
-# x86-64 assembly (GNU as, AT&T syntax, through the C preprocessor) and shell, each a
+# x86-64 and AArch64 assembly (GNU as, through the C preprocessor) and shell, each a
 # list of token patterns. `lines(text, language)` gives one HTML string per source line,
 # so that the page can number them; a token that spans lines is split at each line end.
 import html
@@ -27,7 +27,7 @@ LANGUAGES = {
     "asm": [("com", r"//[^\n]*|/\*[\s\S]*?\*/"), ("pp", r"^[ \t]*#[ \t]*\w+")] + [
         ("label", r"^[ \t]*[.\w]+:"),
         ("dir", r"(?<![\w%])\.[a-z_][\w]*"),
-        ("reg", r"%[a-z0-9]+"),
+        ("reg", r"%[a-z0-9]+|\b(?:[xd](?:[12]?\d|30)|sp|fpcr)\b"),
         ("num", r"(?<![\w])\$?-?(?:0x[0-9a-fA-F]+|\d+)\b"),
         ("kw", r"(?<=^    )[a-z][a-z0-9]*\b"),
         ("str", r'"(?:\\.|[^"\\\n])*"'),

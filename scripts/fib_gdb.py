@@ -95,9 +95,19 @@ def trampoline():
     return int(gdb.parse_and_eval("(unsigned long) &context_trampoline"))
 
 
+def aarch64():
+    """Whether the program is AArch64's, whose Context (context.hpp) has other fields."""
+    return gdb.selected_inferior().architecture().name().startswith("aarch64")
+
+
+def resume_address(context):
+    """Where a saved Context resumes: its rip, or on AArch64 its lr."""
+    return int(context["lr" if aarch64() else "rip"])
+
+
 def not_started(fiber):
     """A fiber queued but never run has a fresh context: it resumes at the trampoline."""
-    return int(fiber["context"]["rip"]) == trampoline()
+    return resume_address(fiber["context"]) == trampoline()
 
 
 def state_of(fiber):
@@ -136,6 +146,7 @@ def stack_of(fiber):
 # the pool handed out again still holds what its earlier fibers wrote, unless the pool erased
 # it: then this is the deepest any of them went. It is read page by page from the bottom,
 # through gdb, in a live process or a core file; a page gdb cannot read counts as zeros.
+# (4 KiB at a time: a page, or a part of one where pages are bigger, as on some AArch64 machines.)
 def high_water(bottom, size):
     inferior = gdb.selected_inferior()
     page = 4096
@@ -176,13 +187,19 @@ def find(spec):
 def saved_frame(manager, fiber):
     """The registers of the frame that called switch_context, from the fiber's saved
     Context: switch_context stored rsp right after its call pushed the return address,
-    so the caller resumes at [rsp] with rsp + 8, and the callee-saved registers as saved."""
+    so the caller resumes at [rsp] with rsp + 8, and the callee-saved registers as saved.
+    On AArch64 the return address is the saved lr, and sp is the caller's as it was."""
     if fiber == manager["running_"]:
         raise FiberError(f"{label(fiber)} is running: its registers are its thread's own "
                          "(`thread` to that thread, then `bt`)")
     if not_started(fiber):
         raise FiberError(f"{label(fiber)} has not started: it has no frames yet")
     context = fiber["context"]
+    if aarch64():
+        sp, lr = int(context["sp"]), int(context["lr"])
+        registers = {f"x{n}": int(context[f"x{n}"]) for n in range(19, 29)}
+        registers.update(x29=int(context["fp"]), x30=lr, pc=lr, sp=sp)
+        return sp, registers
     rsp = int(context["rsp"])
     return_address = int(gdb.Value(rsp).cast(gdb.lookup_type("unsigned long").pointer()).dereference())
     registers = {name: int(context[name]) for name in ("rbx", "rbp", "r12", "r13", "r14", "r15")}
@@ -213,7 +230,7 @@ class FiberUnwinder(gdb.unwinder.Unwinder):
             return None
         # Frame 0's id says it lies just below the fiber's frames, as a callee's would,
         # so gdb does not take frame 1 for a corrupt stack going the wrong way.
-        frame_id = FrameId(gdb.Value(saved_rsp), pending_frame.read_register("rip"))
+        frame_id = FrameId(gdb.Value(saved_rsp), pending_frame.read_register("pc" if aarch64() else "rip"))
         info = pending_frame.create_unwind_info(frame_id)
         for name, value in registers.items():
             info.add_saved_register(name, gdb.Value(value).cast(pending_frame.read_register(name).type))
