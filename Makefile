@@ -60,7 +60,8 @@ DIR_13 := 13-redis
 # lesson that lists it and to every later stage; a later lesson may list it
 # again with other sources (lesson 6's echo_server), which then build it from
 # that stage on. CHECK_SCRIPTS_N holds SCRIPT=PROGRAM pairs: make test-lessonM, for
-# M >= N, runs each SCRIPT with stage M's PROGRAM ($(OUT)/lessonM/PROGRAM) after the tests.
+# M >= N, runs each SCRIPT with stage M's PROGRAM ($(OUT)/lessonM/PROGRAM) after the tests
+# (and, under ARCH=aarch64 on x86-64, with --run-with and the qemu-user command).
 DEMO_1  := lessons/$(DIR_1)/main.cpp
 TESTS_1 := $(call for_arch,tests/L01_probes.S)
 
@@ -186,20 +187,6 @@ BENCH_EXTRA_10 := $(CO_ECHO_10)
 BENCH_EXTRA_12 := $(L12)/critics.cpp $(CHAT_6)
 
 LAST_LESSON := $(lastword $(LESSONS))
-
-# The stages ported to AArch64: 1 to 7 (lessons 3-6 are plain system calls on top of
-# lessons 1 and 2's switch; lesson 7 has a switch of its own for AArch64's thread pointer
-# and TLS layout). Until the later ones are, a goal that builds stage 8 or later stops here,
-# before anything is built.
-ifeq ($(ARCH),aarch64)
-ARCH_UNPORTED := $(filter-out 1 2 3 4 5 6 7,$(LESSONS))
-ARCH_UNPORTED_GOALS := $(filter-out diff-lesson%,$(filter $(foreach n,$(ARCH_UNPORTED),%lesson$(n)) \
-    all programs run test test-shuffled check-text check-stack check-gdb check-echo-server \
-    check-exercises bench bench-echo bench-redis timelines,$(or $(MAKECMDGOALS),$(.DEFAULT_GOAL))))
-ifneq ($(ARCH_UNPORTED_GOALS),)
-$(error make ARCH=aarch64 $(firstword $(ARCH_UNPORTED_GOALS)): stages 8 and later are not ported to arm64 yet; ARCH=aarch64 builds stages 1 to 7 (make ARCH=aarch64 test-lesson7))
-endif
-endif
 
 # ---- Tools and flags ------------------------------------------------------------------------
 CXX      := g++
@@ -550,7 +537,7 @@ test-lesson$(1): gtest-check lesson$(1) $(OUT)/lesson$(1)/tests $(OUT)/lesson$(1
 	$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests.log,$(TEST_ENV) timeout $(TEST_TIMEOUT) $(run_prefix)$(OUT)/lesson$(1)/tests)
 	$(if $(TWICE_$(1)),$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests-twice.log,$(TEST_ENV) $(TWICE_ENV_$(1)) timeout $(TEST_TIMEOUT) $(run_prefix)$(OUT)/lesson$(1)/tests --gtest_filter='$(TWICE_$(1))',$(TWICE_ENV_$(1))))
 	$(if $(strip $(call collect,$(1),COMPILE_FAIL)),$$(call step,CHECK,lesson$(1),code that must not compile,scripts/check-compile-fail.sh "$(CXX) -std=c++20 $(call stage_include,$(1))" $(call collect,$(1),COMPILE_FAIL)))
-	$(foreach check,$(call collect,$(1),CHECK_SCRIPTS),$$(call step,CHECK,lesson$(1),$(firstword $(subst =, ,$(check))),$(TEST_ENV) $(subst =, $(OUT)/lesson$(1)/,$(check)))$(recipe_break))
+	$(foreach check,$(call collect,$(1),CHECK_SCRIPTS),$$(call step,CHECK,lesson$(1),$(firstword $(subst =, ,$(check))),$(TEST_ENV) $(subst =, $(OUT)/lesson$(1)/,$(check))$(if $(RUN), --run-with '$(RUN)'))$(recipe_break))
 
 # ROUNDS=3: the bench that many times, and the range of each figure and ratio over them
 # (scripts/bench-rounds.sh); SECTIONS="switch manager": only those sections' rows.
@@ -831,7 +818,7 @@ help:
 	@echo "                      (about 10 to 12 min, building every stage)"
 	@echo "make TSAN=1 test-lesson12  lessons 1-12's tests under ThreadSanitizer, in build/tsan/ (any"
 	@echo "                      test-lessonN; 8-12 cross threads; about 4 min from scratch, in CI)"
-	@echo "make ARCH=aarch64 test-lessonN  (N <= 6, on x86-64) stage N cross-built for arm64 into"
+	@echo "make ARCH=aarch64 test-lessonN  (on x86-64) stage N cross-built for arm64 into"
 	@echo "                      build/aarch64/, its tests run under qemu-user; also run-lessonN,"
 	@echo "                      check-backtrace (on an arm64 machine plain make does the same, natively)"
 	@echo "make STATIC=1 test-lesson7  lessons 1-7's tests linked statically, in build/static/"
