@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # redis-compare.py — lesson 13: kv_server and redis-server side by side, one session, every reply compared.
 #
-# Usage: scripts/redis-compare.py SERVER [--session FILE] [--server-args "ARGS"]
+# Usage: scripts/redis-compare.py SERVER [--session FILE] [--server-args "ARGS"] [--run-with "COMMAND"]
 #
 # SERVER is the program under test (build/lesson13/kv_server), started as
 # `SERVER --port Q --bind 127.0.0.1 --quiet`; the reference is redis-server, started beside it
@@ -259,11 +259,12 @@ def free_port():
 
 
 class Server:
-    def __init__(self, name, command, folder):
+    # run_with: what runs the program, if not this machine (qemu-user, for make ARCH=aarch64).
+    def __init__(self, name, command, folder, run_with=()):
         self.name, self.port = name, free_port()
         os.makedirs(folder)
         self.log_path = os.path.join(folder, "server.log")
-        command = [command[0], "--port", str(self.port), "--bind", "127.0.0.1"] + command[1:]
+        command = [*run_with, command[0], "--port", str(self.port), "--bind", "127.0.0.1"] + command[1:]
         if os.path.basename(command[0]) == "redis-server":
             command += ["--dir", folder]
         with open(self.log_path, "wb") as log:
@@ -452,6 +453,8 @@ def main():
     parser.add_argument("--session", default=DEFAULT_SESSION, help="one command a line, in redis-cli's syntax")
     parser.add_argument("--server-args", help="the server's arguments after --port Q --bind 127.0.0.1 "
                         "(default --quiet; redis-server's for a program named redis-server)")
+    parser.add_argument("--run-with", default="", help="the command that runs the server under test, "
+                        "e.g. qemu-aarch64 -L /usr/aarch64-linux-gnu (make ARCH=aarch64 passes it)")
     options = parser.parse_args()
     if not os.access(options.server, os.X_OK):
         sys.exit(f"redis-compare: {options.server} is not an executable program (make lesson13 builds kv_server)")
@@ -469,7 +472,7 @@ def main():
         try:
             servers.append(Server("redis-server", ["redis-server"] + REFERENCE_ARGS, os.path.join(folder, "reference")))
             servers.append(Server(os.path.basename(options.server), [os.path.abspath(options.server)] + server_args,
-                                  os.path.join(folder, "ours")))
+                                  os.path.join(folder, "ours"), shlex.split(options.run_with)))
             for server in servers:
                 server.wait_for_ping()
                 up += 1

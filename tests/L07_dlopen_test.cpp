@@ -15,6 +15,7 @@
 #include "fib/fiber.hpp"
 #include "fib/fiber_tls.hpp"
 #include "fib/glibc_tls.hpp"
+#include "fib/tls_segments.hpp"
 
 #ifndef FIB_STATIC
 extern "C" int* l06_probe_counter();  // tests/L07_probe_lib.cpp, linked in
@@ -65,6 +66,8 @@ TEST(L07_Dtv, ADlopenedLibrarysThreadLocalIsFreshInEachOfAThousandRecycledFibers
     ASSERT_NE(dladdr(reinterpret_cast<void*>(&l06_probe_counter), &linked), 0);
     fib::FiberManager manager;
     fib::FiberTls tls(manager);  // before the dlopen: the module is new to every block
+    // As any earlier fiber would have: the segments were read before the dlopen.
+    ASSERT_FALSE(fib::tls_segments().empty());
     LoadedCopy copy(linked.dli_fname);
     ASSERT_NE(copy.handle, nullptr) << dlerror();
     auto* was_fresh = copy.function<bool()>("l07_probe_tracked_was_fresh");
@@ -79,6 +82,36 @@ TEST(L07_Dtv, ADlopenedLibrarysThreadLocalIsFreshInEachOfAThousandRecycledFibers
     EXPECT_EQ(constructed(), 1000);
     EXPECT_EQ(destroyed(), 1000);
     EXPECT_EQ(tls.stats().tls_blocks_created, 1u);
+#endif
+}
+
+// On AArch64, g++ reaches a shared library's TLS through TLS descriptors, and glibc gives a
+// dlopen'ed module room in the static area while it has some: a block made before then has
+// zeros there, which glibc fills in only for the threads it knows. A fiber on such a block stops,
+// naming itself, as it ends (tls_segments.hpp).
+#if defined(__aarch64__) && !defined(FIB_STATIC)
+void dlopen_while_a_tls_fiber_is_alive() {
+    Dl_info linked{};
+    if (dladdr(reinterpret_cast<void*>(&l06_probe_counter), &linked) == 0) std::_Exit(3);
+    fib::FiberManager manager;
+    fib::FiberTls tls(manager);
+    fib::Fiber early({.name = "early"}, [] { fib::this_fiber::yield(); });
+    fib::this_fiber::yield();  // early starts on its block, and yields back
+    LoadedCopy copy(linked.dli_fname);
+    early.join();
+}
+#endif
+
+TEST(L07_DtvDeathTest, ADlopenThatTakesStaticTlsWhileATlsFiberIsAliveStopsNamingIt) {
+#if !defined(__aarch64__)
+    GTEST_SKIP() << "x86-64: g++ reaches a shared library's TLS through __tls_get_addr, and every "
+                    "block allocates it on demand (the test above)";
+#elif defined(FIB_STATIC)
+    GTEST_SKIP() << "statically linked: there is no shared library to copy";
+#else
+    EXPECT_DEATH(dlopen_while_a_tls_fiber_is_alive(),
+                 "fib: fatal: fiber 1 \\(early\\) runs on a TLS block made before a library "
+                 "with static TLS was dlopen'ed");
 #endif
 }
 

@@ -3,6 +3,9 @@
 // and leaves it in place; a thread that sleeps while another thread with a different %gs base
 // runs on the same CPU gets its own base back. The base is read with arch_prctl(ARCH_GET_GS), so
 // the tests mean the same with FSGSBASE and under FIB_TLS_SWITCH=arch_prctl.
+// x86-64 only: AArch64 has no %gs (L07_thread_pointer_test.cpp tests its tpidr_el0).
+#if defined(__x86_64__)
+
 #include <gtest/gtest.h>
 
 #include <asm/prctl.h>
@@ -130,3 +133,5 @@ TEST(L07_GsBase, ContextSwitchesWithAnotherThreadOnTheSameCpuKeepTheFibersBase) 
 }
 
 }  // namespace
+
+#endif

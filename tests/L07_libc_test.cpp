@@ -165,6 +165,40 @@ std::vector<int> exercise_mutex(int type) {
     return results;
 }
 
+// A pthread key's value on a TLS fiber. x86-64 reaches keys 0-31 through `self`: the thread's,
+// shared by its fibers. AArch64 reaches them in the block's own struct pthread: per fiber, and
+// null again in a recycled block (TlsBlockPool::give_back clears them).
+TEST(L07_Libc, PthreadKeyValueOnATlsFiberIsTheThreadsOnX86AndTheFibersOnAarch64) {
+    pthread_key_t key;
+    ASSERT_EQ(pthread_key_create(&key, nullptr), 0);
+    int main_value = 0, fiber_value = 0;
+    ASSERT_EQ(pthread_setspecific(key, &main_value), 0);
+    void* seen[2] = {};
+    {
+        fib::FiberManager manager;
+        fib::FiberTls tls(manager);
+        for (int i = 0; i < 2; ++i) {
+            fib::Fiber fiber([&, i] {
+                seen[i] = pthread_getspecific(key);
+                pthread_setspecific(key, &fiber_value);
+            });
+            fiber.join();
+        }
+        EXPECT_EQ(tls.stats().tls_blocks_created, 1u);  // the second fiber reused the block
+    }
+    void* on_main = pthread_getspecific(key);
+    pthread_key_delete(key);
+#if defined(__aarch64__)
+    EXPECT_EQ(seen[0], nullptr);
+    EXPECT_EQ(seen[1], nullptr);
+    EXPECT_EQ(on_main, &main_value);
+#else
+    EXPECT_EQ(seen[0], &main_value);
+    EXPECT_EQ(seen[1], &fiber_value);
+    EXPECT_EQ(on_main, &fiber_value);
+#endif
+}
+
 TEST(L07_Libc, ErrorCheckingMutexKnowsItsOwnerInAFiber) {
     fib::FiberManager manager;
     fib::FiberTls tls(manager);

@@ -2,10 +2,11 @@
 // (thread_protocols.hpp): a fiber starting the first thread leaves the thread's own block
 // multi-threaded; setgid() and setuid() from another thread return while a TLS fiber runs; a
 // fork from a TLS fiber gives a child that can malloc, print and exit; pthread_cancel and
-// pthread_exit stop with a message naming the fiber; a signal handler on a TLS fiber sees the
-// fiber's errno and thread_locals; a worker thread's fibers resolve names with its resolver
-// state, not main's. The scenarios that need a single-threaded start run in a
-// death test's re-executed child.
+// pthread_exit stop with a message naming the fiber (on AArch64, pthread_cancel is refused
+// instead); a thread started from a TLS fiber runs, also where rseq cannot be registered; a
+// signal handler on a TLS fiber sees the fiber's errno and thread_locals; a worker thread's
+// fibers resolve names with its resolver state, not main's. The scenarios that need a
+// single-threaded start run in a death test's re-executed child.
 #include <gtest/gtest.h>
 #include <grp.h>
 #include <netdb.h>
@@ -13,21 +14,29 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
 #include <sys/single_threaded.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <thread>
 #include <vector>
 
 #include "fib/fiber.hpp"
 #include "fib/fiber_tls.hpp"
+#include "L01_emulator.hpp"
 
 extern "C" const std::uint32_t _thread_db_pthread_tid[3];
 
@@ -35,8 +44,7 @@ namespace {
 
 pid_t tid_in_running_block() {
     pid_t tid;
-    std::memcpy(&tid, reinterpret_cast<const char*>(fib::thread_pointer()) + _thread_db_pthread_tid[2],
-                sizeof tid);
+    std::memcpy(&tid, fib::descriptor_of(fib::thread_pointer()) + _thread_db_pthread_tid[2], sizeof tid);
     return tid;
 }
 
@@ -57,7 +65,7 @@ void fiber_starts_the_first_thread() {
     starter.join();
     churn_small_blocks(300000);  // on main's own block, while the worker churns too
     worker.join();
-    std::_Exit(fib::thread_pointer()->multiple_threads == 1 && !__libc_single_threaded ? 0 : 2);
+    std::_Exit(*fib::multiple_threads_of(fib::thread_pointer()) == 1 && !__libc_single_threaded ? 0 : 2);
 }
 
 TEST(L07_ProtocolsDeathTest, AFiberStartingTheFirstThreadLeavesTheThreadsOwnBlockMultiThreaded) {
@@ -132,6 +140,104 @@ TEST(L07_Protocols, ForkFromATlsFiberGivesAChildThatMallocsPrintsAndExits) {
     EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
+// pthread_create decides whether the new thread registers an rseq area from its creator's
+// (rseq_area.cpu_id, read through THREAD_SELF: on AArch64 the fiber's block): a block's says
+// "registration failed", so a thread started on a fiber does not try. Where the rseq system
+// call fails (qemu-user, or a seccomp filter that refuses it), a try aborts the new thread with
+// "Fatal glibc error: rseq registration failed".
+TEST(L07_Protocols, ThreadStartedFromATlsFiberRunsAndKnowsItsCpu) {
+    fib::FiberManager manager;
+    fib::FiberTls tls(manager);
+    bool ran = false;
+    int cpu = -1;
+    fib::Fiber starter([&] {
+        std::thread([&] {
+            ran = true;
+            cpu = sched_getcpu();
+        }).join();
+    });
+    starter.join();
+    EXPECT_TRUE(ran);
+    EXPECT_GE(cpu, 0);
+}
+
+// Make the rseq system call fail with ENOSYS in this process and whatever it executes.
+bool refuse_rseq() {
+#if defined(__aarch64__)
+    constexpr std::uint32_t this_arch = AUDIT_ARCH_AARCH64;
+#else
+    constexpr std::uint32_t this_arch = AUDIT_ARCH_X86_64;
+#endif
+    sock_filter program[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, this_arch, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_rseq, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog filter{static_cast<unsigned short>(std::size(program)), program};
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+           prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &filter) == 0;
+}
+
+// The same where the rseq system call fails from the start, as under the seccomp filter some
+// containers install: glibc then says it has no rseq area (__rseq_size 0), and a block must
+// still say "registration failed". x86-64 aborted here before the block said so whatever
+// __rseq_size was. The binary runs the test above again in a child that cannot register one.
+TEST(L07_Protocols, ThreadStartedFromATlsFiberRunsWhereRseqCannotRegister) {
+    SKIP_UNDER_EMULATOR("the binary cannot execute itself again there; qemu-user has no rseq, "
+                        "so the test above is this one there");
+    const pid_t child = fork();
+    if (child == 0) {
+        if (!refuse_rseq()) _exit(3);
+        execl("/proc/self/exe", "tests", "--gtest_brief=1",
+              "--gtest_filter=L07_Protocols.ThreadStartedFromATlsFiberRunsAndKnowsItsCpu",
+              static_cast<char*>(nullptr));
+        _exit(4);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status)) << "the child ended by signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+#if defined(__aarch64__)
+
+// AArch64: pthread_cancel() marks the thread's own struct pthread, which a fiber on its own block
+// never reads, so usleep() alone would sleep on for ever; the fiber that resumes first from a
+// switch after the cancellation stops, naming itself (thread_protocols.hpp).
+void cancel_a_thread_running_a_tls_fiber() {
+    std::atomic<bool> running{false};
+    std::thread worker([&running] {
+        fib::FiberManager manager;
+        fib::FiberTls tls(manager);
+        fib::Fiber sleeper({.name = "sleeper"}, [&running] {
+            running = true;
+            for (;;) {
+                usleep(1000);
+                fib::this_fiber::yield();
+            }
+        });
+        fib::Fiber partner({.name = "partner"}, [] {
+            for (;;) fib::this_fiber::yield();
+        });
+        sleeper.join();
+    });
+    while (!running) std::this_thread::yield();
+    pthread_cancel(worker.native_handle());
+    worker.join();
+}
+
+TEST(L07_ProtocolsDeathTest, CancellingAThreadRunningATlsFiberStopsNamingTheFiber) {
+    EXPECT_DEATH(cancel_a_thread_running_a_tls_fiber(),
+                 "fib: fatal: fiber [12] \\((sleeper|partner)\\) runs on a TLS block of its own, "
+                 "where pthread_cancel\\(\\) of its thread cannot reach it");
+}
+
+#else
+
 // A worker thread whose TLS fiber keeps reaching a cancellation point (usleep) is cancelled.
 void cancel_a_thread_running_a_tls_fiber() {
     std::atomic<bool> running{false};
@@ -154,6 +260,8 @@ TEST(L07_ProtocolsDeathTest, CancellingAThreadRunningATlsFiberStopsNamingTheFibe
                  "fib: fatal: fiber 1 \\(sleeper\\) was unwound by pthread_exit\\(\\) or "
                  "pthread_cancel\\(\\)");
 }
+
+#endif
 
 void pthread_exit_on_a_tls_fiber() {
     fib::FiberManager manager;

@@ -5,8 +5,11 @@
 // glibc that moved one fails here, by name, instead of crashing a fiber. The
 // L07_Segments tests check what tls_segments() found against the addresses of
 // this file's own thread_locals and of errno, and that a new block starts from
-// each module's image (.tdata copied, .tbss zeroed).
+// each module's image (.tdata copied, .tbss zeroed). On AArch64 the mirror is
+// tcbhead_t's two words and the struct pthread below tp.
+#if defined(__x86_64__)
 #include <asm/prctl.h>
+#endif
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <sched.h>
@@ -28,6 +31,61 @@
 #include "fib/tls_switch.hpp"
 
 namespace {
+
+pid_t tid_in_block(const fib::TcbHead* tp) {
+    pid_t tid;
+    std::memcpy(&tid, fib::descriptor_of(tp) + _thread_db_pthread_tid[2], sizeof tid);
+    return tid;
+}
+
+#if defined(__aarch64__)
+
+// tpidr_el0 read by instruction, not through the compiler's builtin.
+const fib::TcbHead* tpidr_el0() {
+    const fib::TcbHead* tp;
+    asm volatile("mrs %0, tpidr_el0" : "=r"(tp));
+    return tp;
+}
+
+TEST(L07_Tcb, MirrorMatchesTheRunningThreadsControlBlock) {
+    // glibc sets multiple_threads in its creator's descriptor at the first pthread_create.
+    std::thread([] {}).join();
+    const fib::TcbHead* tp = fib::thread_pointer();
+    EXPECT_EQ(tp, tpidr_el0());
+    // struct pthread lies right below tp; the TLS blocks above it (errno among them).
+    EXPECT_EQ(fib::descriptor_of(tp), reinterpret_cast<char*>(pthread_self()));
+    EXPECT_GE(reinterpret_cast<const char*>(&errno), reinterpret_cast<const char*>(tp) + sizeof *tp);
+    EXPECT_NE(tp->dtv, nullptr);
+    EXPECT_EQ(tp->thread, nullptr);  // glibc leaves `private` alone on its own blocks
+    EXPECT_NE(*fib::multiple_threads_of(tp), 0);
+    EXPECT_EQ(tid_in_block(tp), gettid());
+}
+
+// Checked on the fiber itself: gtest's EXPECTs work from any fiber. On AArch64
+// pthread_self() is tp - sizeof(struct pthread): the block's own descriptor.
+TEST(L07_Tcb, FiberRunsOnItsOwnBlockAndDescriptorWithTheThreadsTid) {
+    fib::FiberManager manager;
+    fib::FiberTls tls(manager);
+    const fib::TcbHead* main_tp = fib::thread_pointer();
+    bool ran = false;
+    fib::Fiber fiber([&] {
+        const fib::TcbHead* tp = fib::thread_pointer();
+        EXPECT_NE(tp, main_tp);
+        EXPECT_EQ(tpidr_el0(), tp);
+        EXPECT_EQ(tp->thread, main_tp);  // which thread the block runs on
+        EXPECT_EQ(reinterpret_cast<char*>(pthread_self()), fib::descriptor_of(tp));
+        EXPECT_NE(tp->dtv, nullptr);
+        EXPECT_NE(tp->dtv, main_tp->dtv);
+        EXPECT_EQ(*fib::multiple_threads_of(tp), 1);
+        EXPECT_EQ(tid_in_block(tp), gettid());
+        ran = true;
+    });
+    fiber.join();
+    EXPECT_TRUE(ran);
+    EXPECT_EQ(tpidr_el0(), main_tp);  // main's block again
+}
+
+#else
 
 // A word of the running code's control block, read the way compiled code does.
 template <int Offset>
@@ -52,12 +110,6 @@ const void* fs_base_from_register() {
     return base;
 }
 
-pid_t tid_in_block(const fib::TcbHead* tp) {
-    pid_t tid;
-    std::memcpy(&tid, reinterpret_cast<const char*>(tp) + _thread_db_pthread_tid[2], sizeof tid);
-    return tid;
-}
-
 TEST(L07_Tcb, MirrorMatchesTheRunningThreadsControlBlock) {
     // glibc sets multiple_threads in its creator's TCB at the first pthread_create.
     std::thread([] {}).join();
@@ -74,6 +126,8 @@ TEST(L07_Tcb, MirrorMatchesTheRunningThreadsControlBlock) {
     EXPECT_EQ(tid_in_block(tp), gettid());
 }
 
+#endif
+
 // cleanup_jmp_buf_at(), derived from a field glibc exports, finds where the thread's unwinding
 // ends: a buffer in a frame of its own stack, above the running one (main's in
 // __libc_start_call_main, a new thread's in start_thread), on main and on a new thread.
@@ -81,8 +135,7 @@ TEST(L07_Tcb, MirrorMatchesTheRunningThreadsControlBlock) {
 bool cleanup_jmp_buf_lies_above_this_frame() {
     const char* here = static_cast<const char*>(__builtin_frame_address(0));
     char* buffer;
-    std::memcpy(&buffer, reinterpret_cast<const char*>(fib::thread_pointer()) + fib::cleanup_jmp_buf_at(),
-                sizeof buffer);
+    std::memcpy(&buffer, fib::descriptor_of(fib::thread_pointer()) + fib::cleanup_jmp_buf_at(), sizeof buffer);
     return buffer > here && buffer - here < 8 * 1024 * 1024;
 }
 
@@ -92,6 +145,8 @@ TEST(L07_Tcb, CleanupJmpBufOffsetFindsTheUnwindBufferOnMainAndOnANewThread) {
     std::thread([&on_thread] { on_thread = cleanup_jmp_buf_lies_above_this_frame(); }).join();
     EXPECT_TRUE(on_thread);
 }
+
+#if defined(__x86_64__)
 
 // Checked on the fiber itself: gtest's EXPECTs work from any fiber.
 TEST(L07_Tcb, FiberRunsOnItsOwnBlockWithTheThreadsGuardsTidAndSelf) {
@@ -119,6 +174,8 @@ TEST(L07_Tcb, FiberRunsOnItsOwnBlockWithTheThreadsGuardsTidAndSelf) {
     EXPECT_TRUE(ran);
     EXPECT_EQ(fs_base_from_kernel(), static_cast<const void*>(main_tp));  // main's block again
 }
+
+#endif
 
 // The kernel writes the CPU number only into the thread's registered rseq
 // area; a fiber's block must say "not registered" (negative) so that
@@ -183,14 +240,14 @@ thread_local int segment_probe;           // .tbss of the executable
 thread_local int answer = 42;             // .tdata: its image holds 42
 thread_local char zeroed_buffer[4096];    // .tbss: a new block gets zeros
 
-// The one segment whose block (below this thread's tp) holds `address`, or
-// nullptr if none or several do.
+// The one segment whose block (below this thread's tp; above it on AArch64)
+// holds `address`, or nullptr if none or several do.
 const fib::TlsSegment* only_segment_holding(const void* address) {
-    const auto tp = reinterpret_cast<std::uintptr_t>(fib::thread_pointer());
-    const auto at = reinterpret_cast<std::uintptr_t>(address);
+    const auto at = reinterpret_cast<const char*>(address);
     const fib::TlsSegment* found = nullptr;
     for (const fib::TlsSegment& segment : fib::tls_segments()) {
-        if (at < tp - segment.offset || at >= tp - segment.offset + segment.size) continue;
+        const char* block = fib::segment_block(fib::thread_pointer(), segment);
+        if (at < block || at >= block + segment.size) continue;
         if (found) return nullptr;
         found = &segment;
     }
@@ -204,11 +261,18 @@ TEST(L07_Segments, SegmentsAreWellFormedAndTheirBlocksDoNotOverlap) {
         EXPECT_LE(a.image_size, a.size) << a.module;
         EXPECT_NE(a.align, 0u) << a.module;
         EXPECT_EQ(a.align & (a.align - 1), 0u) << a.module;  // a power of two
+#if defined(__aarch64__)
+        EXPECT_GE(a.offset, sizeof(fib::TcbHead)) << a.module;  // all of it above the TCB
+#else
         EXPECT_LE(a.size, a.offset) << a.module;              // all of it below tp
-        // Offsets are distinct, and the blocks [tp - offset, tp - offset + size) disjoint.
-        for (const fib::TlsSegment& b : segments)
-            EXPECT_TRUE(&a == &b || a.offset - a.size >= b.offset || b.offset - b.size >= a.offset)
+#endif
+        // The blocks [start, start + size) are disjoint.
+        const char* a_start = fib::segment_block(fib::thread_pointer(), a);
+        for (const fib::TlsSegment& b : segments) {
+            const char* b_start = fib::segment_block(fib::thread_pointer(), b);
+            EXPECT_TRUE(&a == &b || a_start + a.size <= b_start || b_start + b.size <= a_start)
                 << a.module << " and " << b.module;
+        }
     }
 }
 

@@ -187,10 +187,15 @@ void destructors_and_stats() {
                 "then %zu KiB\n",
                 arenas_at_start, malloc_arenas(), system_bytes_at_start / 1024,
                 mallinfo2().arena / 1024);
+#if defined(__aarch64__)
+    // AArch64 has one way: msr, and a store for the fiber_local block.
+    std::printf("  its switch writes tpidr_el0 with msr and stores the fiber_local block\n");
+#else
     // This line depends on the CPU and kernel (FSGSBASE, Linux 5.9+), and says
     // arch_prctl under FIB_TLS_SWITCH=arch_prctl.
     std::printf("  its switch writes %%fs/%%gs with %s\n",
                 stats.fsgsbase ? "wrfsbase/wrgsbase" : "arch_prctl(2), a system call");
+#endif
 }
 
 }  // namespace

@@ -58,7 +58,11 @@ thread_local ThreadBlock thread_block;
 
 namespace detail {
 
+#if defined(__aarch64__)
+constinit thread_local char* fiber_local_block asm("fib_fiber_local_block") = nullptr;
+#else
 constinit thread_local bool gs_block_ready = false;
+#endif
 
 std::size_t register_fiber_local(std::size_t size, std::size_t align, FiberLocalSlot slot) {
     Layout& l = layout();

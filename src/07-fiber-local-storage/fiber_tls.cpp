@@ -36,11 +36,13 @@ FiberTls::FiberTls(FiberManager& manager, FiberTlsOptions options)
             local_blocks_.give_back(block);
             throw;
         }
-        main_->context.gs_base = base_of(block);
+        locals_base(main_->context) = base_of(block);
         set_gs_base(block);
+#if !defined(__aarch64__)
         detail::gs_block_ready = true;
+#endif
     }
-    main_->context.fs_base = base_of(tls_blocks_.thread());
+    tls_base(main_->context) = base_of(tls_blocks_.thread());
     manager_.set_environment(this, tls_switch_routine(options_.thread_locals, options_.fiber_locals));
 }
 
@@ -49,13 +51,15 @@ FiberTls::~FiberTls() {
         fatal("the FiberTls was destroyed while fibers still exist; destroy it after they end");
     manager_.set_environment(nullptr, &switch_context);
     if (options_.fiber_locals) {
-        void* block = block_at(main_->context.gs_base);
+        void* block = block_at(locals_base(main_->context));
         FiberLocalPool::destroy_values(block);
+#if !defined(__aarch64__)
         detail::gs_block_ready = false;
+#endif
         set_gs_base(nullptr);
         local_blocks_.give_back(block);
     }
-    main_->context.fs_base = main_->context.gs_base = 0;
+    tls_base(main_->context) = locals_base(main_->context) = 0;
 }
 
 // Before its first switch: the bases that switch will load.
@@ -64,13 +68,13 @@ void FiberTls::fiber_created(FiberRecord& fiber) {
     TcbHead* tls_block = options_.thread_locals ? tls_blocks_.take() : tls_blocks_.thread();
     if (options_.fiber_locals) {
         try {
-            fiber.context.gs_base = base_of(local_blocks_.take());
+            locals_base(fiber.context) = base_of(local_blocks_.take());
         } catch (...) {
             if (options_.thread_locals) tls_blocks_.give_back(tls_block);
             throw;
         }
     }
-    fiber.context.fs_base = base_of(tls_block);
+    tls_base(fiber.context) = base_of(tls_block);
 }
 
 // On the fiber, its own blocks in place: what pthread_create's new thread
@@ -78,23 +82,25 @@ void FiberTls::fiber_created(FiberRecord& fiber) {
 void FiberTls::fiber_starting(FiberRecord& fiber) {
     if (options_.thread_locals) {
         tls_blocks_.fiber_starting();
+#if !defined(__aarch64__)
         detail::gs_block_ready = options_.fiber_locals;  // this block's own copy
+#endif
     }
-    if (options_.fiber_locals) FiberLocalPool::construct_values(block_at(fiber.context.gs_base));
+    if (options_.fiber_locals) FiberLocalPool::construct_values(block_at(locals_base(fiber.context)));
 }
 
 // On the fiber, after its function: what a thread's exit would do. In the
 // reverse order of construction: thread_locals were made as the body ran.
 void FiberTls::fiber_ending(FiberRecord& fiber) {
     if (options_.thread_locals) TlsBlockPool::fiber_ending();
-    if (options_.fiber_locals) FiberLocalPool::destroy_values(block_at(fiber.context.gs_base));
+    if (options_.fiber_locals) FiberLocalPool::destroy_values(block_at(locals_base(fiber.context)));
 }
 
 // The fiber's record is going (after join, or at once for a detached fiber):
 // its blocks wait in the pools for the next fiber.
 void FiberTls::fiber_released(FiberRecord& fiber) {
-    if (options_.thread_locals) tls_blocks_.give_back(static_cast<TcbHead*>(block_at(fiber.context.fs_base)));
-    if (options_.fiber_locals) local_blocks_.give_back(block_at(fiber.context.gs_base));
+    if (options_.thread_locals) tls_blocks_.give_back(static_cast<TcbHead*>(block_at(tls_base(fiber.context))));
+    if (options_.fiber_locals) local_blocks_.give_back(block_at(locals_base(fiber.context)));
 }
 
 FiberTlsStats FiberTls::stats() const {
@@ -103,7 +109,9 @@ FiberTlsStats FiberTls::stats() const {
         .tls_blocks_pooled = tls_blocks_.pooled(),
         .local_blocks_created = local_blocks_.created(),
         .local_blocks_pooled = local_blocks_.pooled(),
+#if !defined(__aarch64__)
         .fsgsbase = fsgsbase_usable(),
+#endif
     };
 }
 

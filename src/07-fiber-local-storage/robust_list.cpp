@@ -39,17 +39,33 @@ void on_segv(int signal, siginfo_t* info, void* ucontext) {
     hand_on_fault(previous_segv, signal, info, ucontext);  // not ours
 }
 
-// The kernel returns the address it was given for this thread's list head:
-// &struct pthread::robust_head, on the thread's own control block (never
-// called on a fiber: TlsBlockPool is made outside them).
-void set_up_trap() {
+// Where this thread's list head lies, from its thread pointer; 0 if nowhere.
+// The kernel returns the address it was given: &struct pthread::robust_head,
+// on the thread's own control block (never called on a fiber: TlsBlockPool is
+// made outside them). Where the kernel does not say (qemu-user has no robust
+// list system calls, and glibc keeps the list for itself alone), the head is
+// found where nptl/descr.h puts it, after tid, an unused pid and robust_prev,
+// and taken only if it is there: a list with no mutex in it points at itself.
+std::ptrdiff_t find_robust_head() {
+    char* const tp = reinterpret_cast<char*>(thread_pointer());
     void* head = nullptr;
     std::size_t length = 0;
-    if (syscall(SYS_get_robust_list, 0, &head, &length) != 0 || head == nullptr) return;
+    if (syscall(SYS_get_robust_list, 0, &head, &length) == 0)
+        return head ? static_cast<char*>(head) - tp : 0;
+    char* const candidate = descriptor_of(thread_pointer()) + _thread_db_pthread_tid[2] +
+                            2 * sizeof(pid_t) + sizeof(void*);
+    void* first_word;
+    std::memcpy(&first_word, candidate, sizeof first_word);
+    return first_word == candidate ? candidate - tp : 0;
+}
+
+void set_up_trap() {
+    const std::ptrdiff_t head_at = find_robust_head();
+    if (head_at == 0) return;
     void* page = mmap(nullptr, static_cast<std::size_t>(sysconf(_SC_PAGESIZE)), PROT_NONE,
                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (page == MAP_FAILED) fatal("cannot map the robust-list trap page: %s", std::strerror(errno));
-    trap.head_at = static_cast<char*>(head) - reinterpret_cast<char*>(thread_pointer());
+    trap.head_at = head_at;
     trap.page = static_cast<char*>(page);
     struct sigaction action {};
     action.sa_sigaction = on_segv;

@@ -1,7 +1,9 @@
 // thread_protocols.cpp — lesson 7: leaving single-threaded mode for good, and running glibc's setxid handler on the thread's block.
 #include "fib/thread_protocols.hpp"
 
+#if defined(__x86_64__)
 #include <asm/prctl.h>
+#endif
 #include <pthread.h>
 #include <sys/single_threaded.h>
 #include <sys/syscall.h>
@@ -12,6 +14,7 @@
 #include <mutex>
 
 #include "fib/fatal.hpp"
+#include "fib/fiber_manager.hpp"
 #include "fib/glibc_tls.hpp"
 #include "fib/tls_switch.hpp"
 
@@ -32,6 +35,26 @@ struct KernelSigaction {
 };
 
 KernelSigaction glibc_setxid;
+
+#if defined(__aarch64__)
+
+// On a fiber block, TcbHead::thread (glibc's unused `private` word) is the
+// thread's own tp; on a thread's own block it is null. glibc's handler runs
+// on the thread's block, where THREAD_SELF is the descriptor the caller
+// marked, and the fiber's is put back before the interrupted code resumes
+// (the kernel keeps tpidr_el0 across a signal, as the code left it). Every
+// signal is blocked meanwhile, as on x86-64.
+__attribute__((no_sanitize("address", "undefined"))) void run_on_threads_block(int signal,
+                                                                               siginfo_t* info,
+                                                                               void* ucontext) {
+    TcbHead* block = thread_pointer();
+    void* thread = block->thread;
+    if (thread) asm volatile("msr tpidr_el0, %0" : : "r"(thread) : "memory");
+    glibc_setxid.handler(signal, info, ucontext);
+    if (thread) asm volatile("msr tpidr_el0, %0" : : "r"(block) : "memory");
+}
+
+#else
 
 void set_fs_base(void* base) {
     if (fsgsbase_usable())
@@ -58,6 +81,8 @@ __attribute__((no_sanitize("address", "undefined"))) void run_on_threads_block(i
     glibc_setxid.handler(signal, info, ucontext);
     if (block != thread) set_fs_base(block);
 }
+
+#endif
 
 void wrap_setxid_handler() {
     KernelSigaction wrapped;
@@ -87,20 +112,47 @@ void leave_single_threaded_mode() {
 }
 
 // A fork from a fiber: the kernel writes the child's thread id where
-// THREAD_SELF says, into the thread's struct pthread; the running block's copy
-// (which mutexes read) still holds the parent's until this runs in the child.
+// THREAD_SELF says, on x86-64 into the thread's struct pthread; the running
+// block's copy (which mutexes read) still holds the parent's until this runs
+// in the child.
 void set_running_blocks_tid() {
     const pid_t tid = gettid();
-    std::memcpy(reinterpret_cast<char*>(thread_pointer()) + _thread_db_pthread_tid[2], &tid,
-                sizeof tid);
+    std::memcpy(descriptor_of(thread_pointer()) + _thread_db_pthread_tid[2], &tid, sizeof tid);
+#if defined(__aarch64__)
+    // On AArch64 THREAD_SELF is the block, so the kernel wrote the block's
+    // copy; the thread's own, which main reads back on its block, is stale.
+    if (const auto* thread = static_cast<const TcbHead*>(thread_pointer()->thread))
+        std::memcpy(descriptor_of(thread) + _thread_db_pthread_tid[2], &tid, sizeof tid);
+#endif
 }
 
 }  // namespace
 
+#if defined(__aarch64__)
+// glibc's CANCELED_BITMASK: pthread_cancel() sets it in the target's
+// cancelhandling (with CANCELING, 1 << 2).
+constexpr int kCanceledBit = 1 << 3;
+
+void refuse_cancellation_on_fiber() {
+    const auto* thread = static_cast<const TcbHead*>(thread_pointer()->thread);
+    if (thread == nullptr) return;  // the thread's own block: glibc's business
+    int cancelhandling;
+    std::memcpy(&cancelhandling, descriptor_of(thread) + _thread_db_pthread_cancelhandling[2],
+                sizeof cancelhandling);
+    if ((cancelhandling & kCanceledBit) == 0) return;
+    FiberManager* manager = FiberManager::current();
+    fatal("%s runs on a TLS block of its own, where pthread_cancel() of its thread cannot reach "
+          "it: cancelling a thread would end it with every fiber on it; end its fibers first",
+          manager ? label(*manager->running()).text : "a fiber");
+}
+#endif
+
 void prepare_thread_protocols() {
     static std::once_flag prepared;
     std::call_once(prepared, [] {
+#if !defined(__aarch64__)
         fsgsbase_usable();  // decided now, not first inside the signal handler
+#endif
         leave_single_threaded_mode();
         wrap_setxid_handler();
         pthread_atfork(nullptr, nullptr, &set_running_blocks_tid);

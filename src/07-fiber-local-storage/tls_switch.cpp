@@ -1,5 +1,41 @@
-// tls_switch.cpp — lesson 7: choosing wrfsbase/wrgsbase or arch_prctl, once.
+// tls_switch.cpp — lesson 7: choosing wrfsbase/wrgsbase or arch_prctl, once (on AArch64: msr, always).
 #include "fib/tls_switch.hpp"
+
+#if defined(__aarch64__)
+
+#include "fib/fiber_local.hpp"
+#include "fib/thread_protocols.hpp"
+
+namespace fib {
+namespace {
+
+// A fiber with a TLS block of its own resumes here, back from its switch and
+// on its block: the place to see a pthread_cancel() of its thread, which
+// glibc cannot show it (thread_protocols.hpp).
+void switch_tp_refusing_cancel(Context* from, Context* to, std::uintptr_t arg) {
+    switch_context_tp(from, to, arg);
+    refuse_cancellation_on_fiber();
+}
+
+void switch_tp_locals_refusing_cancel(Context* from, Context* to, std::uintptr_t arg) {
+    switch_context_tp_locals(from, to, arg);
+    refuse_cancellation_on_fiber();
+}
+
+}  // namespace
+
+SwitchRoutine tls_switch_routine(bool load_tp, bool load_locals) {
+    if (load_tp && load_locals) return &switch_tp_locals_refusing_cancel;
+    if (load_tp) return &switch_tp_refusing_cancel;
+    if (load_locals) return &switch_context_locals;
+    return &switch_context;
+}
+
+void set_gs_base(const void* base) { detail::fiber_local_block = static_cast<char*>(const_cast<void*>(base)); }
+
+}  // namespace fib
+
+#else
 
 #include <asm/prctl.h>
 #include <sys/auxv.h>
@@ -52,3 +88,5 @@ void set_gs_base(const void* base) {
 }
 
 }  // namespace fib
+
+#endif

@@ -219,7 +219,12 @@ void StallDetector::on_signal(int, siginfo_t* info, void* ucontext) {
     if (slot.generation.load(std::memory_order_acquire) != value >> 8) return;  // a late one
     const int saved_errno = errno;
     const auto* context = static_cast<const ucontext_t*>(ucontext);
-    slot.detector->tick(reinterpret_cast<const void*>(context->uc_mcontext.gregs[REG_RIP]));
+#if defined(__aarch64__)
+    const auto interrupted_at = context->uc_mcontext.pc;
+#else
+    const auto interrupted_at = context->uc_mcontext.gregs[REG_RIP];
+#endif
+    slot.detector->tick(reinterpret_cast<const void*>(interrupted_at));
     errno = saved_errno;
 }
 

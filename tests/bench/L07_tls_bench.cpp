@@ -15,6 +15,9 @@
 //   tls_block_bytes      heap bytes per fresh TLS block: 1,000 fibers alive at once,
 //                        with FiberTls minus without, divided by 1,000
 // The wrfsbase rows need FSGSBASE (tls_switch.hpp); without it they are skipped.
+// On AArch64 the switch rows are switch_tp (msr tpidr_el0), switch_locals (the
+// fiber_local block stored in a thread_local) and switch_tp_locals; under
+// qemu-user they measure the emulator, not a CPU.
 #include <malloc.h>
 
 #include <climits>
@@ -64,8 +67,8 @@ template <fib::SwitchRoutine Routine>
 Summary switch_one_way(std::uint64_t fs_base, std::uint64_t gs_base, long operations) {
     fib::Stack stack(fib::Stack::kDefaultSize);
     fib::prepare_context(partner_context, stack.top(), partner_loop<Routine>);
-    main_context.fs_base = partner_context.fs_base = fs_base;
-    main_context.gs_base = partner_context.gs_base = gs_base;
+    fib::tls_base(main_context) = fib::tls_base(partner_context) = fs_base;
+    fib::locals_base(main_context) = fib::locals_base(partner_context) = gs_base;
     return ns_per_op(operations, [](long count) {
         bounce<Routine>(&main_context, &partner_context, count / 2);
     });
@@ -138,6 +141,14 @@ void tls_costs(std::vector<Figure>& figures) {
     std::vector<Figure> rows;
     const auto tp = reinterpret_cast<std::uint64_t>(fib::thread_pointer());
     const auto gs = reinterpret_cast<std::uint64_t>(gs_block);
+#if defined(__aarch64__)
+    // The locals rows leave the thread's fiber_local block at gs_block: put back its own.
+    char* const thread_block = fib::detail::fiber_local_block;
+    rows.emplace_back("switch_tp", switch_one_way<&switch_context_tp>(tp, 0, 20'000'000));
+    rows.emplace_back("switch_locals", switch_one_way<&switch_context_locals>(0, gs, 20'000'000));
+    rows.emplace_back("switch_tp_locals", switch_one_way<&switch_context_tp_locals>(tp, gs, 20'000'000));
+    fib::set_gs_base(thread_block);
+#else
     if (fib::fsgsbase_usable()) {
         // The %gs rows leave %gs at gs_block: put back what the thread had (0
         // unless a fiber_local gave it a block), the base gs_block_ready vouches for.
@@ -153,6 +164,7 @@ void tls_costs(std::vector<Figure>& figures) {
     }
     // A system call per switch: ten times fewer switches keep this row short.
     rows.emplace_back("switch_arch_prctl", switch_one_way<&switch_context_fs_syscall>(tp, 0, 2'000'000));
+#endif
     if (raw)
         for (Figure& row : rows)
             compare(row, "switch_context", "switch_context_ratio", row.value.median / raw->value.median);
@@ -160,7 +172,9 @@ void tls_costs(std::vector<Figure>& figures) {
     Figure spawn{"spawn_join_tls", spawn_join_tls_each(1'000'000)};
     if (const Figure* plain = find(figures, "spawn_join"))
         compare(spawn, "spawn_join", "spawn_join_ratio", spawn.value.median / plain->value.median);
+#if !defined(__aarch64__)
     spawn.result_extra += fib::fsgsbase_usable() ? " fsgsbase=1" : " fsgsbase=0";
+#endif
     rows.push_back(spawn);
 
     std::vector<double> growth;

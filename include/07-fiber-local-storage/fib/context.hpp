@@ -1,4 +1,4 @@
-// context.hpp — lesson 7: lesson 1's Context, plus the %fs and %gs bases a fiber runs with.
+// context.hpp — lesson 7: lesson 1's Context, plus the %fs and %gs bases a fiber runs with (AArch64: its tp and fiber_local block).
 //
 // Replaces lesson 1's context.hpp from stage 7 on: two fields at the end, which
 // lesson 1's switch_context leaves alone and lesson 7's switch routines load.
@@ -10,8 +10,8 @@
 // assumes the call destroys them and keeps nothing it needs there.
 //
 // On AArch64 the same holds for x0–x18, v0–v7, v16–v31 and the upper halves of
-// v8–v15; its Context is the second struct below, lesson 1's as it was: this
-// lesson's switch routines are x86-64's.
+// v8–v15; its Context is the second struct below, with this lesson's two
+// fields: the thread pointer and the fiber_local block.
 #pragma once
 
 #include <cstddef>
@@ -78,6 +78,8 @@ struct Context {
     std::uint64_t d14 = 0;
     std::uint64_t d15 = 0;
     std::uint64_t fpcr = 0;  // callee-saved control bits: rounding, flush-to-zero, default NaN
+    std::uint64_t tp = 0;      // tpidr_el0 to load: its TLS block's thread pointer
+    std::uint64_t locals = 0;  // its fiber_local block (fiber_local.hpp)
 };
 
 // The layout the assembly relies on, proved field by field.
@@ -103,6 +105,8 @@ static_assert(offsetof(Context, d13) == CTX_D13);
 static_assert(offsetof(Context, d14) == CTX_D14);
 static_assert(offsetof(Context, d15) == CTX_D15);
 static_assert(offsetof(Context, fpcr) == CTX_FPCR);
+static_assert(offsetof(Context, tp) == CTX_TP);
+static_assert(offsetof(Context, locals) == CTX_LOCALS);
 
 #endif
 

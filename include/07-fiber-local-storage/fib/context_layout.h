@@ -1,14 +1,14 @@
-// context_layout.h — lesson 7: lesson 1's Context layout, plus the %fs and %gs base registers.
+// context_layout.h — lesson 7: lesson 1's Context layout, plus the %fs and %gs base registers (AArch64: the thread pointer and the fiber_local block).
 //
 // Replaces lesson 1's context_layout.h from stage 7 on: the same offsets, and two
-// more at the end for the switch routines of asm/07-fiber-local-storage/.
+// more at the end for the switch routines of asm/07-fiber-local-storage/ (and of
+// asm/07-fiber-local-storage/aarch64/ on AArch64).
 //
 // This file is the one source of truth for the layout, one block per architecture.
 // It is included by the assembly (switch_context.S, and aarch64/switch_context.S
 // on AArch64) and by C++ (context.hpp), which proves every offset with
 // static_assert(offsetof(...)). Keep it to #defines: the assembler understands
-// nothing else. The AArch64 block is lesson 1's alone: this lesson's switch
-// routines are x86-64's.
+// nothing else.
 #ifndef FIB_CONTEXT_LAYOUT_H
 #define FIB_CONTEXT_LAYOUT_H
 
@@ -72,6 +72,13 @@
 // The floating-point control register, also callee-saved: rounding mode,
 // flush-to-zero, default NaN.
 #define CTX_FPCR 0xa8
+
+// The thread pointer to load into tpidr_el0: the fiber's TLS block. Then the
+// fiber's fiber_local block, which AArch64 has no spare register for: the
+// switch routines store it in a thread_local (fiber_local.hpp). Lesson 1's
+// switch_context neither reads nor writes them.
+#define CTX_TP 0xb0
+#define CTX_LOCALS 0xb8
 
 #else
 #error "fib: the context switch is written for x86-64 and AArch64 only"

@@ -66,6 +66,28 @@ namespace detail {
 
 std::size_t register_fiber_local(std::size_t size, std::size_t align, FiberLocalSlot slot);
 
+#if defined(__aarch64__)
+
+// AArch64 has no register to spare for a block of our own: tpidrro_el0 is
+// read-only to user code (writing it is SIGILL), x18 is the platform register
+// that code built for other ABIs may use, tpidr2_el0 belongs to SME. So the
+// block's address lives in this thread_local: the switch routine stores the
+// next fiber's there (asm/07-fiber-local-storage/aarch64/switch_context_tls.S),
+// and with a TLS block per fiber each block holds its own fiber's. Null on a
+// thread no FiberTls set it for: a new thread starts with null whatever
+// fiber created it.
+extern constinit thread_local char* fiber_local_block asm("fib_fiber_local_block");
+void* prepare_gs_block();  // the block when none is set: see fiber_local.cpp
+
+inline char* gs_block() {
+    char* block = fiber_local_block;
+    if (block == nullptr) [[unlikely]]
+        return static_cast<char*>(prepare_gs_block());
+    return block;
+}
+
+#else
+
 // True while this TLS block's code may read %gs: set for main by FiberTls and
 // for a fiber with TLS of its own as it starts. Per %fs block, hence per
 // thread: a new thread starts with false, whatever %gs base it inherited.
@@ -79,6 +101,8 @@ inline char* gs_block() {
     asm volatile("movq %%gs:0, %0" : "=r"(block));
     return block;
 }
+
+#endif
 
 }  // namespace detail
 

@@ -31,7 +31,7 @@ struct FiberTlsStats {
     std::size_t tls_blocks_pooled = 0;     // waiting for the next fiber
     std::size_t local_blocks_created = 0;  // fiber_local blocks ever made (main's too)
     std::size_t local_blocks_pooled = 0;
-    bool fsgsbase = false;                 // bases written by instruction, not arch_prctl
+    bool fsgsbase = false;                 // x86-64: bases written by instruction, not arch_prctl
 };
 
 class FiberTls final : public FiberEnvironment {

@@ -8,18 +8,56 @@
 //   mov %fs:0x28, %rax         the stack-protector canary, a field of the TCB
 //   call __tls_get_addr        a shared library's TLS: tp -> DTV -> module's block
 //
+// On AArch64 tp is tpidr_el0 and the layout is "variant I": tp points at a
+// 16-byte TCB (the DTV pointer and a word glibc leaves unused), every
+// module's TLS lies above it, and struct pthread (1856 bytes in glibc 2.36)
+// directly below it: pthread_self() is tp - sizeof(struct pthread). The
+// canary and the pointer guard are globals there, not TCB fields.
+//
 // This header mirrors the start of that control block (tcbhead_t in glibc's
-// sysdeps/x86_64/nptl/tls.h) and a DTV entry, and declares the GLIBC_PRIVATE
-// functions and variables that pthread_create itself uses to set a thread up.
-// Private means glibc may change them: tests/L07_tcb_test.cpp and
-// L07_dlopen_test.cpp check each layout against the running thread, so a glibc
-// that moved one fails a test rather than a fiber.
+// sysdeps/x86_64/nptl/tls.h and sysdeps/aarch64/nptl/tls.h) and a DTV entry,
+// and declares the GLIBC_PRIVATE functions and variables that pthread_create
+// itself uses to set a thread up. Private means glibc may change them:
+// tests/L07_tcb_test.cpp and L07_dlopen_test.cpp check each layout against the
+// running thread, so a glibc that moved one fails a test rather than a fiber.
 #pragma once
+
+#include <unwind.h>
 
 #include <cstddef>
 #include <cstdint>
 
+extern "C" {
+// libc: glibc's debugger tables. sizeof(struct pthread), and in each [2] the
+// offset of a field of it.
+extern const std::uint32_t _thread_db_sizeof_pthread;
+}
+
 namespace fib {
+
+#if defined(__aarch64__)
+
+// glibc's tcbhead_t on AArch64: the 16 bytes tp points at.
+struct TcbHead {
+    void* dtv;     // 0x00: the dynamic thread vector: module id -> its block
+    void* thread;  // 0x08: glibc's `private`, which glibc never uses; on a fiber
+                   //       block, the tp of the thread it runs on (tls_block.cpp)
+};
+static_assert(sizeof(TcbHead) == 16);
+
+// The thread pointer of the code running now.
+inline TcbHead* thread_pointer() { return static_cast<TcbHead*>(__builtin_thread_pointer()); }
+
+// Where a block's struct pthread starts: right below tp. pthread_self() on a
+// fiber's block is this, the block's own, not the thread's.
+inline char* descriptor_of(const TcbHead* tp) {
+    return const_cast<char*>(reinterpret_cast<const char*>(tp)) - _thread_db_sizeof_pthread;
+}
+
+// struct pthread's first word: 0 lets libc skip atomic instructions.
+inline int* multiple_threads_of(const TcbHead* tp) { return reinterpret_cast<int*>(descriptor_of(tp)); }
+
+#else
 
 // The first 0x4c bytes of glibc's struct pthread on x86-64.
 struct TcbHead {
@@ -42,6 +80,23 @@ static_assert(offsetof(TcbHead, stack_guard) == 0x28);  // fixed by the ABI: g++
 static_assert(offsetof(TcbHead, pointer_guard) == 0x30);
 static_assert(offsetof(TcbHead, feature_1) == 0x48);
 
+// The thread pointer of the code running now: the TCB's first word points to
+// itself, so this works with or without FSGSBASE.
+inline TcbHead* thread_pointer() {
+    TcbHead* tp;
+    asm volatile("movq %%fs:0, %0" : "=r"(tp));
+    return tp;
+}
+
+// Where a block's struct pthread starts: the TCB is its first member.
+inline char* descriptor_of(const TcbHead* tp) {
+    return const_cast<char*>(reinterpret_cast<const char*>(tp));
+}
+
+inline int* multiple_threads_of(const TcbHead* tp) { return const_cast<int*>(&tp->multiple_threads); }
+
+#endif
+
 // One entry of the DTV (glibc's dtv_t, sysdeps/generic/dl-dtv.h). A TCB's dtv
 // points at entry 1 of its array: dtv[-1] counts the module slots, dtv[0] is
 // the generation, dtv[id] the block of the module with that TLS id (the
@@ -58,14 +113,6 @@ union DtvEntry {
 };
 static_assert(sizeof(DtvEntry) == 16);
 inline void* const kDtvUnallocated = reinterpret_cast<void*>(-1);
-
-// The thread pointer of the code running now: the TCB's first word points to
-// itself, so this works with or without FSGSBASE.
-inline TcbHead* thread_pointer() {
-    TcbHead* tp;
-    asm volatile("movq %%fs:0, %0" : "=r"(tp));
-    return tp;
-}
 
 }  // namespace fib
 
@@ -93,6 +140,14 @@ extern const std::uint32_t _thread_db_pthread_specific[3];
 //   struct pthread_unwind_buf* cleanup_jmp_buf;   where pthread_exit's unwinding ends
 // (cleanup_jmp_buf_at() below; L07_Tcb checks it on two threads).
 extern const std::uint32_t _thread_db_pthread_cancelhandling[3];
+// ... and of list, the links of glibc's list of threads (AArch64 only: there a
+// fiber's block is what pthread_self() and a fork's child see as the thread).
+extern const std::uint32_t _thread_db_pthread_list[3];
+// ... and of nextevent, which nptl/descr.h follows with
+//   struct _Unwind_Exception exc;   void* stackblock;   size_t stackblock_size;
+// the thread's stack, which pthread_exit's unwinding measures frames against
+// (stackblock_at() below; L07_Tcb checks it on two threads).
+extern const std::uint32_t _thread_db_pthread_nextevent[3];
 // libc (public since 2.35): where the thread's rseq area sits, from tp.
 extern const std::ptrdiff_t __rseq_offset;
 extern const unsigned int __rseq_size;
@@ -106,6 +161,15 @@ namespace fib {
 // The offset of struct pthread's cleanup_jmp_buf: the word before cancelhandling.
 inline std::size_t cleanup_jmp_buf_at() {
     return _thread_db_pthread_cancelhandling[2] - sizeof(void*);
+}
+
+
+// The offset of struct pthread's stackblock: past nextevent and an aligned
+// _Unwind_Exception.
+inline std::size_t stackblock_at() {
+    constexpr std::size_t align = alignof(_Unwind_Exception);
+    const std::size_t exception_at = (_thread_db_pthread_nextevent[2] + sizeof(void*) + align - 1) & ~(align - 1);
+    return exception_at + sizeof(_Unwind_Exception);
 }
 
 }  // namespace fib

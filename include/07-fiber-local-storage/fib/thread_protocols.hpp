@@ -27,4 +27,14 @@ namespace fib {
 // fiber): leave single-threaded mode and wrap glibc's SIGSETXID handler.
 void prepare_thread_protocols();
 
+#if defined(__aarch64__)
+// AArch64: pthread_cancel() marks the thread's own struct pthread, and a
+// fiber on its own block reads only the block's (THREAD_SELF is tp minus
+// sizeof(struct pthread)): glibc would never cancel it, and would cancel the
+// thread's main at its next cancellation point, under every fiber. Run on a
+// fiber as it starts, resumes and ends: stops the program naming the fiber
+// once the thread has been cancelled.
+void refuse_cancellation_on_fiber();
+#endif
+
 }  // namespace fib
