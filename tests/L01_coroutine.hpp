@@ -15,7 +15,7 @@
 #include "fib/sanitizer.hpp"
 #include "fib/stack.hpp"
 
-// The register probe of tests/L01_probes.S (see its contract there).
+// The register probe of tests/L01_probes.S, or tests/L01_probes_aarch64.S (see its contract there).
 extern "C" void probe_switch_holding(fib::Context* self, fib::Context* other, std::uintptr_t arg,
                                      const fib::Context* load, fib::Context* seen);
 
