@@ -222,7 +222,7 @@ endif
 ifeq ($(shell command -v qemu-aarch64),)
 $(shell scripts/install-package.sh qemu-user "qemu-user, which runs AArch64 programs here, for ARCH=aarch64" >&2)
 endif
-ifeq ($(shell command -v $(CXX))$(wildcard $(SYSROOT)/lib/libc.so.6),)
+ifeq ($(and $(shell command -v $(CXX)),$(wildcard $(SYSROOT)/lib/libc.so.6)),)
 $(error ARCH=aarch64 needs the Debian packages g++-aarch64-linux-gnu and libc6-arm64-cross (the lines above say why they are missing))
 endif
 endif
