@@ -92,7 +92,9 @@ void change_ids_while_a_tls_fiber_runs() {
     alarm(10);  // a regression hangs in setgid(): end the child with the watchdog's message
     const gid_t groups[] = {getgid()};
     bool changed = setgid(getgid()) == 0 && setuid(getuid()) == 0 && setgroups(1, groups) == 0;
-    // And from a TLS fiber of main's: glibc's caller skips its own thread, found through self.
+    // And from a TLS fiber of main's: glibc's caller skips its own thread, found through self
+    // on x86-64. On AArch64 its self is the fiber's block, so it signals its own thread too
+    // (qemu-aarch64 -strace shows tgkill of its own tid with 33), and the wrapper runs that.
     fib::FiberManager manager;
     fib::FiberTls tls(manager);
     fib::Fiber changer([&changed] { changed = changed && setgid(getgid()) == 0; });

@@ -31,7 +31,9 @@ SwitchRoutine tls_switch_routine(bool load_tp, bool load_locals) {
     return &switch_context;
 }
 
-void set_gs_base(const void* base) { detail::fiber_local_block = static_cast<char*>(const_cast<void*>(base)); }
+void set_gs_base(const void* base) {
+    detail::fiber_local_block = static_cast<char*>(const_cast<void*>(base));
+}
 
 }  // namespace fib
 

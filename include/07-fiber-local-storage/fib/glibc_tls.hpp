@@ -55,7 +55,9 @@ inline char* descriptor_of(const TcbHead* tp) {
 }
 
 // struct pthread's first word: 0 lets libc skip atomic instructions.
-inline int* multiple_threads_of(const TcbHead* tp) { return reinterpret_cast<int*>(descriptor_of(tp)); }
+inline int* multiple_threads_of(const TcbHead* tp) {
+    return reinterpret_cast<int*>(descriptor_of(tp));
+}
 
 #else
 
@@ -93,7 +95,9 @@ inline char* descriptor_of(const TcbHead* tp) {
     return const_cast<char*>(reinterpret_cast<const char*>(tp));
 }
 
-inline int* multiple_threads_of(const TcbHead* tp) { return const_cast<int*>(&tp->multiple_threads); }
+inline int* multiple_threads_of(const TcbHead* tp) {
+    return const_cast<int*>(&tp->multiple_threads);
+}
 
 #endif
 
@@ -168,7 +172,8 @@ inline std::size_t cleanup_jmp_buf_at() {
 // _Unwind_Exception.
 inline std::size_t stackblock_at() {
     constexpr std::size_t align = alignof(_Unwind_Exception);
-    const std::size_t exception_at = (_thread_db_pthread_nextevent[2] + sizeof(void*) + align - 1) & ~(align - 1);
+    const std::size_t exception_at =
+        (_thread_db_pthread_nextevent[2] + sizeof(void*) + align - 1) & ~(align - 1);
     return exception_at + sizeof(_Unwind_Exception);
 }
 

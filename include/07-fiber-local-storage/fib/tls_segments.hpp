@@ -10,8 +10,8 @@
 // readelf -lW <binary> shows it as "TLS". At startup the dynamic linker gives
 // each module loaded with the program a fixed place below the thread pointer
 // (above it on AArch64), the same in every thread: `offset` below is that
-// distance, measured on this thread. A statically linked program has a single segment that holds libc's
-// and libstdc++'s thread_locals too.
+// distance, measured on this thread. A statically linked program has a single
+// segment that holds libc's and libstdc++'s thread_locals too.
 #pragma once
 
 #include <cstddef>
