@@ -184,18 +184,20 @@ TEST(L06_Timer, ASleepingFiberLetsTheNextFiberRunBeforeItWakes) {
 }
 
 // Main joins a fiber that only sleeps: nothing is ready, yet a deadline is pending, so the
-// Waiter blocks in its poll instead of parking, and no deadlock is reported.
+// Waiter blocks in its poll instead of parking, and no deadlock is reported. (The sleeps are
+// 20 ms, not 2: under ThreadSanitizer on a loaded 2-core machine a 2 ms deadline had passed
+// before the Waiter looked, its poll did not block, and the count read 0.)
 TEST(L06_Timer, JoiningTheOnlyFiberWhileItSleepsIsNotADeadlock) {
     fib::FiberManager manager;
     fib::Waiter waiter;
     bool woke = false;
     fib::Fiber sleeper([&] {
-        fib::sleep_for(3ms);
+        fib::sleep_for(20ms);
         woke = true;
     });
     sleeper.join();
     EXPECT_TRUE(woke);
-    fib::sleep_for(2ms);  // main itself, with only the Waiter beside it
+    fib::sleep_for(20ms);  // main itself, with only the Waiter beside it
     EXPECT_GE(waiter.stats().blocking_polls, 1u);
 }
 
