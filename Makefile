@@ -696,10 +696,12 @@ test-shuffled: gtest-check $(OUT)/lesson$(LAST_LESSON)/tests
 	        --gtest_brief=1 || exit 1; done
 
 # The layering rules themselves: the layer check's self-test, replacements that only add,
-# and no stage naming what only a later lesson defines; and every name the texts quote exists.
+# and no stage naming what only a later lesson defines; every name the texts quote exists,
+# and every exercise's reference patch still applies.
 check-tree:
 	@scripts/check-layers.py --self-test
 	@scripts/check-text.py names
+	@scripts/exercises.py applies
 	@scripts/check-replacements.py $(foreach n,$(LESSONS),$(call arch_lib_of,$(n),x86_64) \
 	    $(call asm_of,$(n),aarch64) $(call headers_of,$(n)))
 	@scripts/check-future-names.py $(foreach n,$(LESSONS),"$(call stage_files,$(n))")

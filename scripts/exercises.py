@@ -18,6 +18,9 @@
 #                                            tests it names on stage N (with only the
 #                                            files that define them) and run each under
 #                                            a short watchdog; say whether each fails
+#   exercises.py applies                     make check-tree: every reference patch
+#                                            applies to the tree as it is (a change to
+#                                            a file a patch touches must update it)
 #   exercises.py check [--lesson N]          make check-exercises: every suite fails
 #                                            as shipped; each patch in a scratch copy
 #                                            of its own (side by side, one per core):
@@ -290,9 +293,20 @@ def check(lesson=None):
     return 1 if problems else 0
 
 
+def applies():
+    """Every patch applies to the tree as it is (git apply --check, in the tree itself)."""
+    every = [e for exercises in lessons().values() for e in exercises]
+    stale = [e.patch for e in every if sh(["git", "apply", "--check", e.patch], ROOT, True) != 0]
+    for patch in stale:
+        print("%s does not apply to the tree: remake it against the files it changes" % os.path.relpath(patch, ROOT))
+    if not stale:
+        print("exercises: %d reference patches, each applies to the tree" % len(every))
+    return 1 if stale else 0
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["run", "break", "check"])
+    parser.add_argument("command", choices=["run", "break", "check", "applies"])
     parser.add_argument("--lesson", type=int)
     parser.add_argument("--only", type=int)
     parser.add_argument("--out", default="build")
@@ -301,6 +315,8 @@ def main():
         return run(args.lesson, args.only, args.out)
     if args.command == "break":
         return try_break(args.lesson, args.only, args.out)
+    if args.command == "applies":
+        return applies()
     return check(args.lesson)
 
 
