@@ -311,9 +311,16 @@ TEST_TIMEOUT := 1800
 # file version is still tested under the sanitizer, by the suites of the lesson that wrote
 # it and, if it survives to the last stage, by all; what is left out is an earlier lesson's
 # suites against a version a later lesson replaced. Plain `make test` runs them all.
+# Such a stage builds only what it runs: `tests-own`, of its own lesson's test files, the
+# stage's other test sources taken from an archive as the linker needs them (test-helpers.a),
+# and its library; not the earlier lessons' test files, which the last stage compiles anyway.
 SUITES ?= all
 two_digits = $(if $(filter 1 2 3 4 5 6 7 8 9,$(1)),0)$(1)
 own_suites = $(if $(and $(filter own,$(SUITES)),$(filter-out $(LAST_LESSON),$(1))),L$(call two_digits,$(1))_*)
+# The test binary stage $(1)'s run uses: `tests`, or `tests-own` under SUITES=own below the
+# last stage (that run skips the include-layering check of the test files: plain make test
+# makes it, with the same headers).
+test_binary = $(OUT)/lesson$(1)/tests$(if $(call own_suites,$(1)),-own)
 
 # ---- How the build runs ---------------------------------------------------------------------
 # Stage N compiles the files of lessons 1..N again, with its own include path, so that what
@@ -520,6 +527,12 @@ $(OUT)/lesson$(1)/tests-only: $(call objects,$(1),tests/main.cpp $(TEST_FILES)) 
                               $(OUT)/lesson$(1)/libfib.a $$(TEST_SO_$(1)) FORCE
 	$$(call step,LINK,lesson$(1),$$(@F),$$(CXX) $$(LDFLAGS) $$(filter %.o %.a,$$^) $$(TEST_SO_$(1):%=% -Wl$$(comma)-rpath$$(comma)$$(abspath $$(dir $$(TEST_SO_$(1))))) $$(GTEST_LIBS) $$(LDLIBS) -o $$@)
 
+# SUITES=own below the last stage: the lesson's own test files only (see SUITES above).
+OWN_TEST_OBJS_$(1) := $(call objects,$(1),tests/main.cpp $(filter %_test.cpp,$(call tests_of,$(1))))
+$(OUT)/lesson$(1)/tests-own: $$(OWN_TEST_OBJS_$(1)) $(OUT)/lesson$(1)/test-helpers.a \
+                             $(OUT)/lesson$(1)/libfib.a $$(TEST_SO_$(1))
+	$$(call step,LINK,lesson$(1),$$(@F),$$(CXX) $$(LDFLAGS) $$(filter %.o %.a,$$^) $$(TEST_SO_$(1):%=% -Wl$$(comma)-rpath$$(comma)$$(abspath $$(dir $$(TEST_SO_$(1))))) $$(GTEST_LIBS) $$(LDLIBS) -o $$@)
+
 $(OUT)/lesson$(1)/bench: $$(BENCH_OBJS_$(1)) $(OUT)/lesson$(1)/libfib.a
 	$$(call step,LINK,lesson$(1),$$(@F),$$(CXX) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@)
 
@@ -544,9 +557,9 @@ lesson$(1): $(OUT)/lesson$(1)/demo $(OUT)/lesson$(1)/layers.ok \
 run-lesson$(1): lesson$(1)
 	$(run_prefix)$(OUT)/lesson$(1)/$(or $(RUN_$(1)),demo)
 
-test-lesson$(1): gtest-check lesson$(1) $(OUT)/lesson$(1)/tests $(OUT)/lesson$(1)/tests-layers.ok
-	$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests.log,$(TEST_ENV) timeout $(TEST_TIMEOUT) $(run_prefix)$(OUT)/lesson$(1)/tests$(if $(call own_suites,$(1)), --gtest_filter='$(call own_suites,$(1))'))
-	$(if $(TWICE_$(1)),$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests-twice.log,$(TEST_ENV) $(TWICE_ENV_$(1)) timeout $(TEST_TIMEOUT) $(run_prefix)$(OUT)/lesson$(1)/tests --gtest_filter='$(or $(call own_suites,$(1)),$(TWICE_$(1)))',$(TWICE_ENV_$(1))))
+test-lesson$(1): gtest-check lesson$(1) $(call test_binary,$(1)) $(if $(call own_suites,$(1)),,$(OUT)/lesson$(1)/tests-layers.ok)
+	$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests.log,$(TEST_ENV) timeout $(TEST_TIMEOUT) $(run_prefix)$(call test_binary,$(1))$(if $(call own_suites,$(1)), --gtest_filter='$(call own_suites,$(1))'))
+	$(if $(TWICE_$(1)),$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests-twice.log,$(TEST_ENV) $(TWICE_ENV_$(1)) timeout $(TEST_TIMEOUT) $(run_prefix)$(call test_binary,$(1)) --gtest_filter='$(or $(call own_suites,$(1)),$(TWICE_$(1)))',$(TWICE_ENV_$(1))))
 	$(if $(strip $(call collect,$(1),COMPILE_FAIL)),$$(call step,CHECK,lesson$(1),code that must not compile,scripts/check-compile-fail.sh "$(CXX) -std=c++20 $(call stage_include,$(1))" $(call collect,$(1),COMPILE_FAIL)))
 	$(foreach check,$(call collect,$(1),CHECK_SCRIPTS),$$(call step,CHECK,lesson$(1),$(firstword $(subst =, ,$(check))),$(TEST_ENV) $(subst =, $(OUT)/lesson$(1)/,$(check))$(if $(RUN), --run-with '$(RUN)'))$(recipe_break))
 
@@ -683,7 +696,7 @@ check-exercises: gtest-check $(foreach n,$(LESSONS),$(OUT)/lesson$(n)/tests)
 # tests of lessons 1..N), then checks that no binary got an executable stack and what the
 # assembly tells unwinders and CET.
 test: check-tree $(addprefix test-lesson,$(LESSONS))
-	$(call check_stack,$(foreach n,$(LESSONS),$(OUT)/lesson$(n)/tests))
+	$(call check_stack,$(foreach n,$(LESSONS),$(call test_binary,$(n))))
 
 # Every suite of every lesson (the last stage's test binary has them all) again under
 # each seed of SHUFFLE_SEEDS: the ready queue hands out fibers in a seeded order
@@ -829,7 +842,7 @@ help:
 	@echo "                      library source, make test-lesson6 takes about 20 s)"
 	@echo "make SAN=1 test       the same tests under AddressSanitizer + UBSan, in build/san/"
 	@echo "                      (about 10 to 12 min, building every stage; SUITES=own: each stage"
-	@echo "                      below the last runs only its own lesson's suites, as CI does)"
+	@echo "                      below the last builds and runs only its own lesson's suites, as CI does)"
 	@echo "make TSAN=1 test-lesson12  lessons 1-12's tests under ThreadSanitizer, in build/tsan/ (any"
 	@echo "                      test-lessonN; 8-12 cross threads; about 4 min from scratch, in CI)"
 	@echo "make ARCH=aarch64 test-lessonN  (on x86-64) stage N cross-built for arm64 into"
