@@ -124,7 +124,8 @@ TWICE_ENV_7 := FIB_TLS_SWITCH=arch_prctl
 L8      := lessons/$(DIR_8)
 DEMO_8  := $(L8)/main.cpp
 TESTS_8 := $(L8)/slow_server.cpp
-PROGRAMS_8            := slow_server
+PROGRAMS_8            := slow_server offload_trips
+SOURCES_8_offload_trips := $(L8)/offload_trips.cpp
 SOURCES_8_slow_server := $(L8)/slow_main.cpp $(L8)/slow_server.cpp $(SERVER_6) $(L6)/stop_signals.cpp \
                          $(L4)/server_program.cpp
 
@@ -134,7 +135,8 @@ ECHO_9  := $(L9)/shard_echo.cpp $(L4)/echo_connection.cpp
 CHAT_9  := $(L9)/sharded_chat.cpp $(L6)/chat_room.cpp
 DEMO_9  := $(L9)/main.cpp $(ECHO_9) $(SHARDED_9) $(L4)/load_connections.cpp $(L4)/message_pool.cpp
 TESTS_9 := $(sort $(ECHO_9) $(CHAT_9) $(SHARDED_9))
-PROGRAMS_9             := cluster_echo cluster_chat
+PROGRAMS_9             := cluster_echo cluster_chat post_trips
+SOURCES_9_post_trips   := $(L9)/post_trips.cpp
 SOURCES_9_cluster_echo := $(L9)/echo_main.cpp $(ECHO_9) $(SHARDED_9) $(L4)/server_program.cpp
 SOURCES_9_cluster_chat := $(L9)/chat_main.cpp $(CHAT_9) $(SHARDED_9) $(L4)/server_program.cpp
 
