@@ -840,7 +840,7 @@ help:
 	@echo "make timelines        every stage's timeline.svg"
 	@echo "make run              start the last stage's echo server on 127.0.0.1:8001"
 	@echo "make test             check the tree's layering, then every test of every stage"
-	@echo "                      (about 11 min, building every stage; after an edit of one"
+	@echo "                      (about 12 min, building every stage; after an edit of one"
 	@echo "                      library source, make test-lesson6 takes about 20 s)"
 	@echo "make SAN=1 test       the same tests under AddressSanitizer + UBSan, in build/san/"
 	@echo "                      (about 10 to 12 min, building every stage; SUITES=own: each stage"
