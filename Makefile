@@ -315,10 +315,14 @@ TEST_TIMEOUT := 1800
 # suites against a version a later lesson replaced. Plain `make test` runs them all.
 # Such a stage builds only what it runs: `tests-own`, of its own lesson's test files, the
 # stage's other test sources taken from an archive as the linker needs them (test-helpers.a),
-# and its library; not the earlier lessons' test files, which the last stage compiles anyway.
+# and its library; not the earlier lessons' test files, which the last stage compiles anyway,
+# nor its demo and programs (plain make test builds every stage's; the last stage's are built).
 SUITES ?= all
 two_digits = $(if $(filter 1 2 3 4 5 6 7 8 9,$(1)),0)$(1)
 own_suites = $(if $(and $(filter own,$(SUITES)),$(filter-out $(LAST_LESSON),$(1))),L$(call two_digits,$(1))_*)
+# The stages whose demo and programs a test run builds: under SUITES=own only the last's, as
+# the stages below it build their tests-own and the library (no test runs a program).
+demo_stages = $(if $(filter own,$(SUITES)),$(LAST_LESSON),$(LESSONS))
 # The test binary stage $(1)'s run uses: `tests`, or `tests-own` under SUITES=own below the
 # last stage (that run skips the include-layering check of the test files: plain make test
 # makes it, with the same headers).
@@ -559,7 +563,7 @@ lesson$(1): $(OUT)/lesson$(1)/demo $(OUT)/lesson$(1)/layers.ok \
 run-lesson$(1): lesson$(1)
 	$(run_prefix)$(OUT)/lesson$(1)/$(or $(RUN_$(1)),demo)
 
-test-lesson$(1): gtest-check lesson$(1) $(call test_binary,$(1)) $(if $(call own_suites,$(1)),,$(OUT)/lesson$(1)/tests-layers.ok)
+test-lesson$(1): gtest-check $(if $(call own_suites,$(1)),,lesson$(1) $(OUT)/lesson$(1)/tests-layers.ok) $(call test_binary,$(1))
 	$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests.log,$(TEST_ENV) timeout $(TEST_TIMEOUT) $(run_prefix)$(call test_binary,$(1))$(if $(call own_suites,$(1)), --gtest_filter='$(call own_suites,$(1))'))
 	$(if $(TWICE_$(1)),$$(call run_tests,lesson$(1),$(OUT)/lesson$(1)/tests-twice.log,$(TEST_ENV) $(TWICE_ENV_$(1)) timeout $(TEST_TIMEOUT) $(run_prefix)$(call test_binary,$(1)) --gtest_filter='$(or $(call own_suites,$(1)),$(TWICE_$(1)))',$(TWICE_ENV_$(1))))
 	$(if $(strip $(call collect,$(1),COMPILE_FAIL)),$$(call step,CHECK,lesson$(1),code that must not compile,scripts/check-compile-fail.sh "$(CXX) -std=c++20 $(call stage_include,$(1))" $(call collect,$(1),COMPILE_FAIL)))
@@ -731,8 +735,8 @@ check-text: $(addprefix lesson,$(LESSONS))
 
 # Every stage's demo and programs, and the test binaries named in $(1).
 define check_stack
-@scripts/check-gnu-stack.sh $(foreach n,$(LESSONS),$(OUT)/lesson$(n)/demo) $(1) \
-    $(foreach n,$(LESSONS),$(addprefix $(OUT)/lesson$(n)/,$(call stage_programs,$(n))))
+@scripts/check-gnu-stack.sh $(foreach n,$(demo_stages),$(OUT)/lesson$(n)/demo) $(1) \
+    $(foreach n,$(demo_stages),$(addprefix $(OUT)/lesson$(n)/,$(call stage_programs,$(n))))
 @scripts/check-asm.py $(OUT)/lesson$(LAST_LESSON)/obj/asm/$(DIR_1)/switch_context.o \
     $(filter-out %/switch_context.o,$(call objects,$(LAST_LESSON),$(filter %.S,$(call stage_lib,$(LAST_LESSON)))))
 endef
