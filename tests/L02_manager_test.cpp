@@ -253,6 +253,23 @@ TEST(L02_Manager, AfterABurstThePoolGivesTheColdStacksPagesBack) {
 #endif
 }
 
+// Fibers made one after another start at staggered offsets below their stack's top, not all
+// at one offset in the page (create_fiber; lesson 2's APPENDIX says what that costs a yield).
+// Each runs on the same pooled stack here, so only the stagger can move its first frame.
+TEST(L02_Manager, FibersMadeOneAfterAnotherStartAtStaggeredOffsetsInTheirPages) {
+    fib::FiberManager manager;
+    const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    std::vector<std::uintptr_t> offsets;
+    for (int i = 0; i < 8; ++i)
+        fib::Fiber([&] {
+            offsets.push_back(reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) % page);
+        }).join();
+    std::sort(offsets.begin(), offsets.end());
+    EXPECT_EQ(std::unique(offsets.begin(), offsets.end()), offsets.end())
+        << "two of 8 fibers in a row started at the same offset in their pages";
+    EXPECT_EQ(manager.stats().stacks_created, 1u);
+}
+
 TEST(L02_Manager, FiberWithA256KiBStackCanUse200KiBOfIt) {
     fib::FiberManager manager;
     long sum = -1;
