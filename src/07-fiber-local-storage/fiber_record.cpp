@@ -30,7 +30,7 @@ FiberRecord* FiberManager::create_fiber(const FiberOptions& options, std::size_t
     // switch stores one fiber's registers and loads the next one's at those same
     // offsets, and a CPU that first matches a load to the stores before it by the
     // address's low 12 bits holds the loads back ("4K aliasing"). Lesson 2's
-    // README measures what the stagger saves on a yield.
+    // APPENDIX measures what the stagger saves on a yield.
     const auto top = reinterpret_cast<std::uintptr_t>(stack.top()) - (next_id_ % kStagger) * 64;
     const std::uintptr_t record_at = (top - sizeof(FiberRecord)) & ~(alignof(FiberRecord) - 1);
     const std::uintptr_t body_at = (record_at - body_size) & ~(body_align - 1);
