@@ -5,6 +5,7 @@
 #include <poll.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -182,6 +183,21 @@ TEST(L06_Event, SetLeavesErrnoAloneEvenWhenItsWriteFails) {
     event.set_through_eventfd();  // the write fails with EAGAIN
     EXPECT_EQ(errno, 0);
     EXPECT_TRUE(event.try_wait());
+}
+
+// Once another thread has set it, try_wait() reads the eventfd, and finding it empty the read
+// fails with EAGAIN. That is "not signaled", not an error: errno must stay as it was, for the
+// fiber that looked and, without lesson 7's TLS, every fiber of the thread (lesson 8's drainer
+// looks between a fiber's system call and its read of errno).
+TEST(L06_Event, TryWaitThatFindsNothingLeavesErrnoAlone) {
+    fib::FiberManager manager;
+    fib::Waiter waiter;
+    fib::Event event;
+    std::thread([&] { event.set(); }).join();
+    EXPECT_TRUE(event.try_wait());  // the eventfd is read from now on
+    errno = EBADF;
+    EXPECT_FALSE(event.try_wait());  // its read fails with EAGAIN
+    EXPECT_EQ(errno, EBADF);
 }
 
 // An Event's eventfd is registered with its own thread's Waiter once a fiber has waited on it:

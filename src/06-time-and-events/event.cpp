@@ -63,10 +63,17 @@ void Event::set_through_eventfd() {
 bool Event::try_wait() {
     const bool flag = signaled_.exchange(false, std::memory_order_relaxed);
     if (!eventfd_used_.load(std::memory_order_acquire)) return flag;
+    // Not signaled is an answer, not an error: the read's EAGAIN is not left
+    // in errno, which the fiber that looks (or, without lesson 7's TLS, every
+    // fiber of the thread) may be about to read.
+    const int saved_errno = errno;
     std::uint64_t count = 0;
     for (;;) {
         if (::read(eventfd_.get(), &count, sizeof count) == sizeof count) return true;
-        if (errno == EAGAIN) return flag;
+        if (errno == EAGAIN) {
+            errno = saved_errno;
+            return flag;
+        }
         if (errno != EINTR) fatal("reading an Event's eventfd failed: %d", errno);
     }
 }

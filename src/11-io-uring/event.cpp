@@ -78,10 +78,17 @@ bool Event::try_wait() {
     // ThreadSanitizer does not model fences (g++ -Wtsan).
     if (flag) (void)signaled_.load(std::memory_order_acquire);
     if (!eventfd_used_.load(std::memory_order_acquire)) return flag;
+    // Not signaled is an answer, not an error: the read's EAGAIN is not left
+    // in errno, which the fiber that looks (or, without lesson 7's TLS, every
+    // fiber of the thread) may be about to read.
+    const int saved_errno = errno;
     std::uint64_t count = 0;
     for (;;) {
         if (::read(eventfd_.get(), &count, sizeof count) == sizeof count) return true;
-        if (errno == EAGAIN) return flag;
+        if (errno == EAGAIN) {
+            errno = saved_errno;
+            return flag;
+        }
         if (errno != EINTR) fatal("reading an Event's eventfd failed: %d", errno);
     }
 }
