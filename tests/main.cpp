@@ -11,8 +11,10 @@
 // with status 124, so a hang ends `make test` with a hint instead of never. It
 // is the process's real-time timer (SIGALRM), re-armed as each test starts,
 // rather than a thread: a thread of its own would change what the tests see
-// (some tests watch what happens when a process starts its first thread).
+// (some tests watch what happens when a process starts its first thread). A
+// forked child re-arms it.
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -62,6 +64,10 @@ int main(int argc, char** argv) {
         action.sa_handler = on_alarm;
         sigaction(SIGALRM, &action, nullptr);
         testing::UnitTest::GetInstance()->listeners().Append(new Watchdog);
+        // fork(2) leaves the child no alarm. A forked child (a death test's under
+        // qemu, or one a test makes) arms its own, so that one that hangs is
+        // stopped and named too, rather than outliving the binary that waited.
+        pthread_atfork(nullptr, nullptr, [] { ::alarm(timeout_seconds); });
         // A death test's child hears no test events: its filter names its one test.
         if (!GTEST_FLAG_GET(internal_run_death_test).empty()) arm(GTEST_FLAG_GET(filter).c_str());
     }
