@@ -3,13 +3,17 @@
 // race the drainer's sleep, and pile up into one wake-up; an idle thread sleeping in the kernel;
 // a cancel that gives up queued work and waits for started work (and an Offload dropped without
 // get()); several at once; the worker's own TLS, with and without a FiberTls; a pool destroyed
-// with work in flight; nested offloads on a worker.
+// with work in flight; nested offloads on a worker; a thread's home kept between offloads, made
+// again under a later manager, and left alone by a forked child.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <system_error>
@@ -386,6 +390,77 @@ TEST(L08_Offload, AnOffloadFromAWorkerRunsInlineOnThatWorker) {
     });
     EXPECT_EQ(got, 8);
     EXPECT_EQ(inner, outer);
+}
+
+// A thread's home (its inbox, the eventfd its results wake it through, the drainer) is kept
+// from one offload to the next, and ends with the thread; under a later FiberManager of the
+// thread it is made again. The eventfds this process has open, from /proc/self/fd.
+int open_eventfds() {
+    int count = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+        std::error_code error;
+        if (std::filesystem::read_symlink(entry.path(), error).string() == "anon_inode:[eventfd]")
+            ++count;
+    }
+    return count;
+}
+
+TEST(L08_Offload, AThreadsHomeIsKeptBetweenOffloadsAndEndsWithTheThread) {
+    const int before = open_eventfds();
+    int during = -1, after_more = -1;
+    std::thread([&] {
+        Home home;
+        fib::ThreadPool pool(1);
+        EXPECT_EQ(fib::offload(pool, [] { return 1; }), 1);
+        during = open_eventfds();
+        for (int i = 0; i < 100; ++i) EXPECT_EQ(fib::offload(pool, [i] { return i; }), i);
+        after_more = open_eventfds();
+    }).join();
+    EXPECT_EQ(after_more, during);  // no eventfd made or closed per offload
+    EXPECT_EQ(open_eventfds(), before);  // the thread's home closed its eventfd at its exit
+}
+
+// Each manager's home Event belongs to it (lesson 6: an Event is its thread's manager's). Managers
+// made one after another on one thread, at new addresses (a spacer keeps the last one's block
+// taken) and at the same one, each offload through a home of their own.
+TEST(L08_Offload, LaterManagersOfAThreadOffloadThroughAHomeOfTheirOwn) {
+    fib::ThreadPool pool(1);
+    std::vector<std::unique_ptr<char[]>> spacers;
+    for (int i = 0; i < 4; ++i) {
+        auto home = std::make_unique<Home>();
+        EXPECT_EQ(fib::offload(pool, [i] { return i; }), i);
+        home.reset();
+        if (i % 2 == 0) spacers.push_back(std::make_unique<char[]>(sizeof(Home)));
+    }
+}
+
+// After fork() the child's copy of its thread's home shares the parent's eventfd (a read in one
+// would take the other's wake-up) and a mutex a worker of the parent may have held. The child
+// leaves it alone: its first offload makes a home with an eventfd of its own.
+int child_offloads_through_a_home_of_its_own() {
+    const int inherited = open_eventfds();
+    Home home;
+    fib::ThreadPool pool(1);
+    if (fib::offload(pool, [] { return 7; }) != 7) return 2;
+    return open_eventfds() == inherited + 1 ? 0 : 1;
+}
+
+TEST(L08_Offload, AForkedChildsOffloadsUseAHomeOfItsOwn) {
+    SKIP_UNDER_THREAD_SANITIZER("TSan, in a child forked from a process with threads, reports "
+                                "the parent's threads' writes as races");
+    int status = -1;
+    std::thread([&] {
+        {
+            Home home;
+            fib::ThreadPool pool(1);
+            ASSERT_EQ(fib::offload(pool, [] { return 1; }), 1);  // this thread's home is made
+        }
+        const pid_t child = ::fork();
+        if (child == 0) std::_Exit(child_offloads_through_a_home_of_its_own());
+        ASSERT_GT(child, 0);
+        ::waitpid(child, &status, 0);
+    }).join();
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
 }
 
 TEST(L08_OffloadDeathTest, AnOffloadOnAThreadWithNoManagerStops) {

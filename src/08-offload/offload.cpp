@@ -1,12 +1,12 @@
 // offload.cpp — lesson 8: results carried home through an inbox, and the drainer fiber.
 #include "fib/offload.hpp"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cerrno>
 #include <deque>
-#include <mutex>
 #include <system_error>
-#include <unordered_map>
 
 #include "fib/cancel.hpp"
 #include "fib/event.hpp"
@@ -17,36 +17,51 @@
 
 namespace fib {
 
-// One per thread with offloads under way. Workers touch only `inbox`, through
-// post(); everything else is the home thread's. Made on the home thread (its
-// Inbox's Event with it), and destroyed there: the drainer and every state
-// hold it, and the drainer lets go last, at home.
+// One per thread that has offloaded, kept for the thread's life: its Inbox,
+// and the drainer fiber that runs while offloads are under way. Workers touch
+// only `inbox`, through post(); everything else is the home thread's. Kept,
+// the Inbox's eventfd stays registered with the thread's Waiter from one
+// offload to the next; made and unmade around each offload, as this lesson
+// first did, a lone round trip paid four system calls more (the eventfd made
+// and closed, its registration added and dropped: README, Measured).
 struct OffloadHome {
     explicit OffloadHome(FiberManager* owner) : manager(owner) {}
 
     FiberManager* manager;
     Inbox<std::shared_ptr<OffloadState>> inbox;
     std::size_t outstanding = 0;  // started here and not yet taken out of the inbox
+    bool draining = false;        // a drainer fiber runs
 };
 
 namespace {
 
 std::atomic<std::size_t> started_total{0}, posted_total{0}, delivered_total{0}, wakeups_total{0};
 
-// The homes with offloads under way, by manager. A home is looked up only on
-// its own thread, and leaves the map when its last result is home, so a later
-// manager at the same address starts afresh.
-std::mutex homes_mutex;
-std::unordered_map<FiberManager*, std::shared_ptr<OffloadHome>> homes;
+// This thread's home. It ends on this thread, where the close of its eventfd
+// tells the Waiter: at the thread's exit, or when a later FiberManager of the
+// thread offloads (the earlier one's drainer ended with it, its work all home).
+// A later manager at the same address finds the home as the last one left it:
+// idle, its Event owned by that address on this thread, and serves it as well.
+thread_local std::shared_ptr<OffloadHome> this_threads_home;
+
+// After fork() the child's copy of the forking thread's home shares its eventfd
+// with the parent (a read in one takes the other's wake-up), and its Inbox's
+// mutex may have been held by a worker, a thread the child does not have. It
+// is the child's neither to use nor to destroy: it is left unreachable, and a
+// home of the child's own is made at its first offload.
+void leave_home_in_child() {
+    static_cast<void>(new std::shared_ptr<OffloadHome>(std::move(this_threads_home)));
+}
 
 // The job a worker runs: compute, unless the fiber gave the work up, then
 // post the state home. The post is the worker's last touch of the home (the
-// Inbox's protocol: everything under its mutex), and the state it posts holds
-// the home: so the home, and its eventfd, always end on the home thread,
-// where the close tells the Waiter. (Closed on a worker, the number could come
-// back as the next home's eventfd before the Waiter polled again, and the
-// Waiter would trust a registration the kernel dropped with the old file: the
-// next drainer slept for ever, which a shuffled schedule found.)
+// Inbox's protocol: everything under its mutex). The state it posts holds the
+// home, and the drainer lets go of the state at home: so the home, and its
+// eventfd, always end on the home thread, where the close tells the Waiter.
+// (Closed on a worker, the number could come back as the next home's eventfd
+// before the Waiter polled again, and the Waiter would trust a registration
+// the kernel dropped with the old file: a drainer slept for ever, which a
+// shuffled schedule found when homes were made per offload.)
 struct OffloadJob final : Job {
     explicit OffloadJob(std::shared_ptr<OffloadState> s) : state(std::move(s)) {}
     void run() noexcept override {
@@ -73,6 +88,8 @@ void arrive(OffloadHome& home, OffloadState& state) {
 // on the inbox only when it found it empty, so a result posted after its look
 // finds the eventfd written and the wait returns at once. It is shielded from
 // cancels (lesson 6): work in flight will come home, and someone must take it.
+// With none left it ends, and the next offload starts another: a thread with
+// no work out has no drainer, and its FiberManager can finish.
 void drain(std::shared_ptr<OffloadHome> home) {
     const CancelShield while_work_is_out;
     std::deque<std::shared_ptr<OffloadState>> arrived;
@@ -82,23 +99,22 @@ void drain(std::shared_ptr<OffloadHome> home) {
         if (arrived.empty()) home->inbox.wait();
         arrived.clear();  // the last references to abandoned work go here, at home
     }
-    const std::lock_guard<std::mutex> lock(homes_mutex);
-    homes.erase(home->manager);
+    home->draining = false;
 }
 
-// The home of the calling thread. A new one comes with its drainer, which
-// starts running at the thread's next switch and stays while work is under way;
-// the home is listed only once its drainer exists.
-std::shared_ptr<OffloadHome> home_of(FiberManager& manager) {
-    {
-        const std::lock_guard<std::mutex> lock(homes_mutex);
-        const auto found = homes.find(&manager);
-        if (found != homes.end()) return found->second;
+// The home of the calling thread, with a drainer running: made at the thread's
+// first offload (and again under a later manager), its drainer started when
+// none runs; a new drainer runs at the thread's next switch.
+const std::shared_ptr<OffloadHome>& home_of(FiberManager& manager) {
+    static const bool once = [] { return pthread_atfork(nullptr, nullptr, leave_home_in_child) == 0; }();
+    if (!once) fatal("pthread_atfork failed for offload's homes");
+    std::shared_ptr<OffloadHome>& home = this_threads_home;
+    if (home && home->manager != &manager) home.reset();
+    if (!home) home = std::make_shared<OffloadHome>(&manager);
+    if (!home->draining) {
+        Fiber({.name = "offload drainer"}, [home] { drain(home); }).detach();
+        home->draining = true;
     }
-    auto home = std::make_shared<OffloadHome>(&manager);
-    Fiber({.name = "offload drainer"}, [home] { drain(home); }).detach();
-    const std::lock_guard<std::mutex> lock(homes_mutex);
-    homes.emplace(&manager, home);
     return home;
 }
 

@@ -13,8 +13,6 @@
 //                     futex: one-way hand-off, each side sleeping in the kernel
 //   thread_pingpong_spin
 //                     the same with std::atomic wait/notify, which spins first
-#include <linux/futex.h>
-#include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -24,6 +22,7 @@
 #include <cstdint>
 #include <thread>
 
+#include "L01_thread_pingpong.hpp"
 #include "bench.hpp"
 #include "fib/context.hpp"
 #include "fib/stack.hpp"
@@ -89,35 +88,11 @@ Summary swapcontext_one_way(long operations) {
     });
 }
 
-long futex(std::atomic<int>* word, int operation, int value) {
-    return ::syscall(SYS_futex, reinterpret_cast<int*>(word), operation, value, nullptr, nullptr, 0);
-}
-
-// The token is 1 while the partner has the turn, 0 while main has it, and -1
-// ends the partner. A side that must wait sleeps in the kernel (FUTEX_WAIT);
-// the other side's FUTEX_WAKE makes it runnable: one hand-off through the
-// scheduler, as between any two threads that block.
+// Lesson 1's thread_pingpong: a round trip of L01_thread_pingpong.hpp is two
+// one-way hand-offs.
 Summary thread_pingpong_one_way(long operations) {
-    std::atomic<int> token{0};
-    std::thread partner([&token] {
-        for (;;) {
-            while (token.load() == 0) futex(&token, FUTEX_WAIT_PRIVATE, 0);
-            if (token.load() < 0) return;
-            token.store(0);
-            futex(&token, FUTEX_WAKE_PRIVATE, 1);
-        }
-    });
-    const Summary summary = ns_per_op(operations, [&token](long count) {
-        for (long i = 0; i < count / 2; ++i) {
-            token.store(1);
-            futex(&token, FUTEX_WAKE_PRIVATE, 1);
-            while (token.load() == 1) futex(&token, FUTEX_WAIT_PRIVATE, 1);
-        }
-    });
-    token.store(-1);
-    futex(&token, FUTEX_WAKE_PRIVATE, 1);
-    partner.join();
-    return summary;
+    ThreadPingpong threads;
+    return ns_per_op(operations, [&threads](long count) { threads.round_trips(count / 2); });
 }
 
 // The same with std::atomic wait/notify. libstdc++ spins a while before it

@@ -3,8 +3,11 @@
 //   offload_roundtrip   a fiber offloads an empty callable and gets its result: the job
 //                       queued and a worker woken (futex), the result posted home and the
 //                       home thread woken (eventfd, epoll_wait), the fiber woken. ns per
-//                       round trip, next to a round trip between two threads (twice
-//                       lesson 1's one-way thread_pingpong)
+//                       round trip
+//   thread_roundtrip    two threads hand a token there and back through a futex (lesson 1's
+//                       thread_pingpong, both ways), timed turn about with offload_roundtrip
+//                       so that the machine's drift falls on both alike: the ratio the
+//                       lesson's target is set on
 //   async_roundtrip     std::async(std::launch::async, ...).get() from a plain thread: a
 //                       thread made and joined per call, the usual way to "await" in C++
 //   offload_throughput  1,000 fibers each offloading empty callables in a loop: offloads
@@ -18,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "L01_thread_pingpong.hpp"
 #include "bench.hpp"
 #include "fib/fiber.hpp"
 #include "fib/offload.hpp"
@@ -26,15 +30,20 @@
 namespace bench {
 namespace {
 
-Summary offload_each(long operations) {
+// offload_roundtrip and thread_roundtrip, timed turn about.
+std::pair<Summary, Summary> offload_and_thread_round_trips(long operations) {
     fib::FiberManager manager;
     fib::Waiter waiter;
     fib::ThreadPool pool(1);
-    return ns_per_op(operations, [&](long count) {
-        long sum = 0;
-        for (long i = 0; i < count; ++i) sum += fib::offload(pool, [i] { return i; });
-        if (sum < 0) std::abort();
-    });
+    ThreadPingpong threads;
+    return ns_per_op_turn_about(
+        operations,
+        [&](long count) {
+            long sum = 0;
+            for (long i = 0; i < count; ++i) sum += fib::offload(pool, [i] { return i; });
+            if (sum < 0) std::abort();
+        },
+        [&](long count) { threads.round_trips(count); });
 }
 
 Summary async_each(long operations) {
@@ -83,10 +92,11 @@ Summary idle_cpu() {
 Summary per_second(Summary ns) { return {1e9 / ns.median, 1e9 / ns.max, 1e9 / ns.min}; }
 
 void offload_costs(std::vector<Figure>& figures) {
-    Figure roundtrip{"offload_roundtrip", offload_each(100'000)};
-    if (const Figure* threads = find(figures, "thread_pingpong"))
-        compare(roundtrip, "a thread round trip", "thread_pingpong_ratio",
-                roundtrip.value.median / (2 * threads->value.median));
+    const auto [offload, threads] = offload_and_thread_round_trips(100'000);
+    Figure roundtrip{"offload_roundtrip", offload};
+    Figure thread_roundtrip{"thread_roundtrip", threads};
+    compare(roundtrip, "a thread round trip (turn about)", "thread_roundtrip_ratio",
+            offload.median / threads.median);
     Figure async{"async_roundtrip", async_each(5'000)};
     compare(async, "offload_roundtrip", "offload_ratio", async.value.median / roundtrip.value.median);
     const Summary many = offload_many(200'000);
@@ -97,12 +107,17 @@ void offload_costs(std::vector<Figure>& figures) {
     idle.compared = "CPU time over a 200 ms await, every thread of the process";
     idle.repetitions = 5;
     figures.push_back(roundtrip);
+    figures.push_back(thread_roundtrip);
     figures.push_back(async);
     figures.push_back(throughput);
     figures.push_back(idle);
 }
 
-[[maybe_unused]] const bool registered = add(Section{"offload", 8, false, offload_costs});
+[[maybe_unused]] const bool registered[] = {
+    add(Section{"offload", 8, false, offload_costs}),
+    add(Target{"offload_roundtrip / thread_roundtrip (<= 1)", "offload_roundtrip", "thread_roundtrip",
+               false, 1}),
+};
 
 }  // namespace
 }  // namespace bench

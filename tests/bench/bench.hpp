@@ -47,6 +47,30 @@ Summary ns_per_op(long operations, Run run) {
     return summarize(std::move(values));
 }
 
+// Two figures timed turn about, repetition by repetition (a, b, a, b, ...), for
+// a ratio whose two sides run long enough for the machine to drift between
+// them: the drift then falls on both alike. Each is nanoseconds per operation.
+template <class RunA, class RunB>
+std::pair<Summary, Summary> ns_per_op_turn_about(long operations, RunA run_a, RunB run_b) {
+    using Clock = std::chrono::steady_clock;
+    if (operation_scale() != 1.0)
+        operations = static_cast<long>(static_cast<double>(operations) * operation_scale()) + 2;
+    run_a(operations / 10 + 1);
+    run_b(operations / 10 + 1);
+    std::vector<double> a, b;
+    auto time = [operations](auto& run, std::vector<double>& values) {
+        const auto start = Clock::now();
+        run(operations);
+        const std::chrono::duration<double, std::nano> elapsed = Clock::now() - start;
+        values.push_back(elapsed.count() / static_cast<double>(operations));
+    };
+    for (int i = 0; i < kRepetitions; ++i) {
+        time(run_a, a);
+        time(run_b, b);
+    }
+    return {summarize(std::move(a)), summarize(std::move(b))};
+}
+
 // One row of the table and its RESULT line.
 struct Figure {
     Figure(std::string name_, Summary value_, std::string unit_ = "ns")

@@ -23,7 +23,7 @@
 // mutex after a post (any take, close or release), that post is done with the
 // inbox. What the protocol cannot know is whether a post is yet to *begin*:
 // the owner must, before it destroys the inbox (offload counts its work under
-// way, and its home goes when none is left). And the Event must end on the
+// way, and its home, kept for its thread's life, goes only with no work out). And the Event must end on the
 // home thread: its eventfd is registered with that thread's Waiter, which
 // only a close there tells (lesson 5 says what a close behind its back costs). So the Event is made by
 // open() and closed by release(), both on the home thread; an Inbox made open
