@@ -187,8 +187,8 @@ TEST(L06_Event, SetLeavesErrnoAloneEvenWhenItsWriteFails) {
 
 // Once another thread has set it, try_wait() reads the eventfd, and finding it empty the read
 // fails with EAGAIN. That is "not signaled", not an error: errno must stay as it was, for the
-// fiber that looked and, without lesson 7's TLS, every fiber of the thread (lesson 8's drainer
-// looks between a fiber's system call and its read of errno).
+// fiber that looked and for every fiber of the thread while they share one errno (a fiber may
+// look at an Event between another fiber's system call and that fiber's read of errno).
 TEST(L06_Event, TryWaitThatFindsNothingLeavesErrnoAlone) {
     fib::FiberManager manager;
     fib::Waiter waiter;

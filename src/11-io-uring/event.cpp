@@ -79,8 +79,8 @@ bool Event::try_wait() {
     if (flag) (void)signaled_.load(std::memory_order_acquire);
     if (!eventfd_used_.load(std::memory_order_acquire)) return flag;
     // Not signaled is an answer, not an error: the read's EAGAIN is not left
-    // in errno, which the fiber that looks (or, without lesson 7's TLS, every
-    // fiber of the thread) may be about to read.
+    // in errno, which the fiber that looks may be about to read, and so may
+    // every other fiber of the thread while they share one errno.
     const int saved_errno = errno;
     std::uint64_t count = 0;
     for (;;) {

@@ -1,10 +1,11 @@
-// L01_thread_pingpong.hpp — make bench, lessons 1 and 8: two OS threads handing a token back and forth through a futex.
+// L01_thread_pingpong.hpp — make bench, lesson 1: two OS threads handing a token back and forth through a futex.
 //
 //   bench::ThreadPingpong threads;          // starts the partner thread, asleep
 //   threads.round_trips(1000);              // the token goes there and back 1,000 times
 //
-// Lesson 1's thread_pingpong times it one way (half a round trip); lesson 8's
-// offload_roundtrip is set beside a whole round trip, timed turn about with it.
+// Lesson 1's thread_pingpong times it one way (half a round trip); a later
+// row that hands work to another thread and back is set beside a whole round
+// trip, timed turn about with it (bench.hpp's ns_per_op_turn_about).
 //
 // The token is 1 while the partner has the turn, 0 while main has it, and -1
 // ends the partner. A side that must wait sleeps in the kernel (FUTEX_WAIT);
