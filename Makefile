@@ -733,12 +733,14 @@ check-text: $(addprefix lesson,$(LESSONS))
 	    $(OUT)/lesson$$n/demo > $(OUT)/lesson$$n/demo.out 2>&1 || { cat $(OUT)/lesson$$n/demo.out; exit 1; }; \
 	    scripts/check-text.py transcript $$n $(OUT)/lesson$$n/demo.out || exit 1; done
 
+# The assembly objects of stage $(1), for the machine built for.
+asm_objects = $(call objects,$(1),$(filter %.S,$(call stage_lib,$(1))))
 # Every stage's demo and programs, and the test binaries named in $(1).
 define check_stack
 @scripts/check-gnu-stack.sh $(foreach n,$(demo_stages),$(OUT)/lesson$(n)/demo) $(1) \
     $(foreach n,$(demo_stages),$(addprefix $(OUT)/lesson$(n)/,$(call stage_programs,$(n))))
-@scripts/check-asm.py $(OUT)/lesson$(LAST_LESSON)/obj/asm/$(DIR_1)/switch_context.o \
-    $(filter-out %/switch_context.o,$(call objects,$(LAST_LESSON),$(filter %.S,$(call stage_lib,$(LAST_LESSON)))))
+@CXX=$(CXX) scripts/check-asm.py $(filter %/switch_context.o,$(call asm_objects,$(LAST_LESSON))) \
+    $(filter-out %/switch_context.o,$(call asm_objects,$(LAST_LESSON)))
 endef
 check-stack: all
 	$(call check_stack,$(wildcard $(OUT)/lesson*/tests))
@@ -868,7 +870,7 @@ help:
 	@echo "make bench-echo       bench-echo-lesson$(LAST_LESSON) (about 11 min)"
 	@echo "make bench-redis      bench-redis-lesson$(LAST_LESSON)"
 	@echo "make check-stack      check that no built binary has an executable stack, and the"
-	@echo "                      assembly's CET note and unwind rows (scripts/check-asm.py)"
+	@echo "                      assembly's CET or BTI note and unwind rows (scripts/check-asm.py)"
 	@echo "make check-backtrace  check that gdb's bt inside a fiber ends at the trampoline"
 	@echo "make check-gdb        check gdb's info fibers, fiber bt and fiber ID (scripts/fib_gdb.py)"
 	@echo "                      on lesson 2's demo and the idle echo_server, live and from a core file"

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-# check-asm.py — what the assembly promises unwinders and CET, checked on the built objects.
+# check-asm.py — what the assembly promises unwinders and CET or BTI, checked on the built objects.
 #
-#   check-asm.py SWITCH_CONTEXT_O OTHER_ASM_OBJECTS...
+#   [CXX=aarch64-linux-gnu-g++] check-asm.py SWITCH_CONTEXT_O OTHER_ASM_OBJECTS...
 #
+# x86-64 objects:
 # 1. Every object says, in .note.gnu.property, that it supports IBT (indirect-branch
 #    tracking: endbr64 at every indirect-jump target) and not shadow stacks (a context
 #    resumes with a `ret` its own call pushed, which a shadow stack does not hold).
@@ -13,6 +14,13 @@
 # 3. switch_context's unwind information: from the instruction after the stack switch to
 #    .Lresume, the return address is undefined (an unwinder stops: the frames below belong
 #    to the context being loaded), and at .Lresume it is back at the caller's slot.
+#
+# AArch64 objects (the tools are CXX's: its prefix, aarch64-linux-gnu-, names ld and objdump):
+# 1. Every object says BTI (`bti c` at each entry) and not PAC (return addresses are not
+#    signed: gnu_property.h says why).
+# 2. Linked with code built with -mbranch-protection=bti, the result still says BTI.
+# 3. switch_context's unwind information: x30 is undefined from the instruction after
+#    `mov sp, x9` (the stack switch) to the end: until its `ret`, no frame describes it.
 import os
 import re
 import subprocess
@@ -24,9 +32,18 @@ def run(*command):
     return subprocess.run(command, check=True, capture_output=True, text=True).stdout
 
 
+# The compiler the objects were built with, and the prefix of its binutils.
+CXX = os.environ.get("CXX", "g++")
+PREFIX = CXX[: -len("g++")] if CXX.endswith("g++") else ""
+
+
+def is_aarch64(path):
+    return re.search(r"Machine:\s+AArch64", run("readelf", "-h", path)) is not None
+
+
 def features(path):
     notes = run("readelf", "-n", path)
-    match = re.search(r"x86 feature: (.*)", notes)
+    match = re.search(r"(?:x86|AArch64) feature: (.*)", notes)
     return set(f.strip() for f in match.group(1).split(",")) if match else set()
 
 
@@ -48,29 +65,36 @@ def rule_at(rows, address):
     return rule
 
 
-def main(switch_object, others):
-    problems = []
-    for path in [switch_object, *others]:
-        found = features(path)
-        if "IBT" not in found or "SHSTK" in found:
-            problems.append(f"{path}: .note.gnu.property says {sorted(found) or 'nothing'}, "
-                            "expected IBT and not SHSTK")
-
+def merged_features(switch_object, others, flags):
+    """The note of the objects linked (ld -r) with C++ code built with `flags`."""
     with tempfile.TemporaryDirectory() as scratch:
         code_cpp = os.path.join(scratch, "code.cpp")
         with open(code_cpp, "w", encoding="utf-8") as f:
             f.write("int twice(int x) { return 2 * x; }\n")
         code_o, merged_o = os.path.join(scratch, "code.o"), os.path.join(scratch, "merged.o")
-        run("g++", "-fcf-protection=full", "-c", code_cpp, "-o", code_o)
-        run("ld", "-r", code_o, switch_object, *others, "-o", merged_o)
-        found = features(merged_o)
-        if "IBT" not in found or "SHSTK" in found:
-            problems.append(f"linked with -fcf-protection=full code, they are marked "
-                            f"{sorted(found) or 'nothing'}, expected IBT and not SHSTK")
+        run(CXX, *flags, "-c", code_cpp, "-o", code_o)
+        run(PREFIX + "ld", "-r", code_o, switch_object, *others, "-o", merged_o)
+        return features(merged_o)
 
-    code = run("objdump", "-d", "--no-show-raw-insn", switch_object)
-    instructions = [(int(m.group(1), 16), m.group(2).strip())
-                    for m in re.finditer(r"^\s+([0-9a-f]+):\s+(.*)$", code, re.MULTILINE)]
+
+def disassembly(path):
+    code = run(PREFIX + "objdump", "-d", "--no-show-raw-insn", path)
+    return [(int(m.group(1), 16), m.group(2).strip())
+            for m in re.finditer(r"^\s+([0-9a-f]+):\s+(.*)$", code, re.MULTILINE)]
+
+
+def check_x86_64(switch_object, others, problems):
+    for path in [switch_object, *others]:
+        found = features(path)
+        if "IBT" not in found or "SHSTK" in found:
+            problems.append(f"{path}: .note.gnu.property says {sorted(found) or 'nothing'}, "
+                            "expected IBT and not SHSTK")
+    found = merged_features(switch_object, others, ["-fcf-protection=full"])
+    if "IBT" not in found or "SHSTK" in found:
+        problems.append(f"linked with -fcf-protection=full code, they are marked "
+                        f"{sorted(found) or 'nothing'}, expected IBT and not SHSTK")
+
+    instructions = disassembly(switch_object)
     switch = next(i for i, (_, text) in enumerate(instructions) if re.search(r"mov\s+0x30\(%rsi\),%rsp", text))
     resume = max(address for address, text in instructions if text.startswith("endbr64"))
     rows = cfi_rows(switch_object)
@@ -83,13 +107,50 @@ def main(switch_object, others):
     if rule_at(rows, resume) != "c-8":
         problems.append(f"switch_context's .Lresume: the return address is '{rule_at(rows, resume)}', "
                         "expected c-8")
+    return "IBT and not SHSTK", "-fcf-protection"
 
+
+def check_aarch64(switch_object, others, problems):
+    for path in [switch_object, *others]:
+        found = features(path)
+        if "BTI" not in found or "PAC" in found:
+            problems.append(f"{path}: .note.gnu.property says {sorted(found) or 'nothing'}, "
+                            "expected BTI and not PAC")
+    found = merged_features(switch_object, others, ["-mbranch-protection=bti"])
+    if "BTI" not in found:
+        problems.append(f"linked with -mbranch-protection=bti code, they are marked "
+                        f"{sorted(found) or 'nothing'}, expected BTI")
+
+    # The raw call frame instructions: where x30 (r30) becomes undefined.
+    undefined_from = None
+    location = 0
+    for line in run("readelf", "--debug-dump=frames", switch_object).splitlines():
+        advance = re.search(r"DW_CFA_advance_loc\S*: \d+ to ([0-9a-f]+)", line)
+        if advance:
+            location = int(advance.group(1), 16)
+        if re.search(r"DW_CFA_undefined: r30\b", line) and undefined_from is None:
+            undefined_from = location
+    instructions = disassembly(switch_object)
+    switch = next((address for address, text in instructions if re.match(r"mov\s+sp, x9", text)), None)
+    if switch is None:
+        problems.append(f"{switch_object}: no `mov sp, x9` (the stack switch) found")
+    elif undefined_from != switch + 4:
+        problems.append(f"switch_context: x30 is made undefined at "
+                        f"{undefined_from if undefined_from is None else hex(undefined_from)}, "
+                        f"expected right after the stack switch, at {switch + 4:#x}")
+    return "BTI and not PAC", "-mbranch-protection=bti"
+
+
+def main(switch_object, others):
+    problems = []
+    check = check_aarch64 if is_aarch64(switch_object) else check_x86_64
+    says, flags = check(switch_object, others, problems)
     for problem in problems:
         print(f"check-asm: {problem}", file=sys.stderr)
     if problems:
         return 1
-    print(f"check-asm: {1 + len(others)} objects say IBT and not SHSTK, and so does -fcf-protection "
-          "code linked with them; switch_context's unwind rows are defined across the stack switch")
+    print(f"check-asm: {1 + len(others)} objects say {says}, and so does {flags} code linked "
+          "with them; switch_context's unwind rows are defined across the stack switch")
     return 0
 
 
