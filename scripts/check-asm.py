@@ -83,16 +83,21 @@ def disassembly(path):
             for m in re.finditer(r"^\s+([0-9a-f]+):\s+(.*)$", code, re.MULTILINE)]
 
 
-def check_x86_64(switch_object, others, problems):
+def check_notes(switch_object, others, flag, wanted, refused, problems):
+    """Each object's note, and the note of them linked with code built with `flag`, say
+    `wanted` and not `refused`."""
+    expected = f"expected {wanted} and not {refused}"
     for path in [switch_object, *others]:
         found = features(path)
-        if "IBT" not in found or "SHSTK" in found:
-            problems.append(f"{path}: .note.gnu.property says {sorted(found) or 'nothing'}, "
-                            "expected IBT and not SHSTK")
-    found = merged_features(switch_object, others, ["-fcf-protection=full"])
-    if "IBT" not in found or "SHSTK" in found:
-        problems.append(f"linked with -fcf-protection=full code, they are marked "
-                        f"{sorted(found) or 'nothing'}, expected IBT and not SHSTK")
+        if wanted not in found or refused in found:
+            problems.append(f"{path}: .note.gnu.property says {sorted(found) or 'nothing'}, {expected}")
+    found = merged_features(switch_object, others, [flag])
+    if wanted not in found or refused in found:
+        problems.append(f"linked with {flag} code, they are marked {sorted(found) or 'nothing'}, {expected}")
+
+
+def check_x86_64(switch_object, others, problems):
+    check_notes(switch_object, others, "-fcf-protection=full", "IBT", "SHSTK", problems)
 
     instructions = disassembly(switch_object)
     switch = next(i for i, (_, text) in enumerate(instructions) if re.search(r"mov\s+0x30\(%rsi\),%rsp", text))
@@ -111,15 +116,7 @@ def check_x86_64(switch_object, others, problems):
 
 
 def check_aarch64(switch_object, others, problems):
-    for path in [switch_object, *others]:
-        found = features(path)
-        if "BTI" not in found or "PAC" in found:
-            problems.append(f"{path}: .note.gnu.property says {sorted(found) or 'nothing'}, "
-                            "expected BTI and not PAC")
-    found = merged_features(switch_object, others, ["-mbranch-protection=bti"])
-    if "BTI" not in found:
-        problems.append(f"linked with -mbranch-protection=bti code, they are marked "
-                        f"{sorted(found) or 'nothing'}, expected BTI")
+    check_notes(switch_object, others, "-mbranch-protection=bti", "BTI", "PAC", problems)
 
     # The raw call frame instructions: where x30 (r30) becomes undefined.
     undefined_from = None
