@@ -3,7 +3,7 @@
 # against the stage before (make diff-lessonN). The Makefile says which files a stage
 # has; this script only copies and compares them.
 #
-#   stage.py copy --stage N --to DIR --flags F --include I --lib L --demo D --tests T
+#   stage.py copy --stage N --to DIR --flags F --test-flags TF --cpath C --lib L --demo D --tests T
 #                 --bench B --probes P [--program NAME=SOURCES]... FILES...
 #   stage.py diff "STAGE N's FILES" "STAGE N-1's FILES"
 import argparse
@@ -23,9 +23,14 @@ STAGE_MAKEFILE = """\
 #   make bench  the benchmark rows of lessons 1..{stage}
 CXX      := g++
 CXXFLAGS := {flags}
+# The include folders, the latest lesson's first (a header a later lesson replaces is found
+# there first), as CPATH, which g++ searches as if each were given with -I. The course's
+# Makefile compiles so too: a compiler cache (CXX="ccache g++") then hands back the objects
+# that build made, as their command lines are the same.
+export CPATH := {cpath}
 # -MMD -MP: each object's header list (a .d file beside it), so that an edited header
 # rebuilds what includes it.
-CPPFLAGS := -MMD -MP {include}
+CPPFLAGS := -MMD -MP
 objects   = $(addsuffix .o,$(basename $(1)))
 
 LIB   := {lib}
@@ -34,6 +39,20 @@ TESTS := {tests}
 BENCH := {bench}
 {program_lists}
 all: libfib.a demo{programs}
+
+# The test files that use GoogleTest: compiled without variable tracking (the course's
+# Makefile says why), with GoogleTest's header compiled once and put in front of each
+# (tests/gtest_pch.hpp says what that saves).
+GTEST_TESTS := $(filter tests/main.cpp %_test.cpp,$(TESTS))
+TEST_CXXFLAGS := {test_flags}
+PCH := build/pch/gtest_pch.hpp
+PCH_FLAGS := $(CXXFLAGS) $(TEST_CXXFLAGS)
+$(PCH).gch: tests/gtest_pch.hpp
+	mkdir -p $(@D) && cp $< $(PCH)
+	$(CXX) $(PCH_FLAGS) -x c++-header $(PCH) -o $@
+$(call objects,$(GTEST_TESTS)): CPPFLAGS += -Winvalid-pch -include $(PCH)
+$(call objects,$(GTEST_TESTS)): CXXFLAGS += $(TEST_CXXFLAGS)
+$(call objects,$(GTEST_TESTS)): $(PCH).gch
 
 libfib.a: $(call objects,$(LIB))
 \trm -f $@ && ar rcs $@ $^
@@ -67,7 +86,7 @@ def copy(args):
     probes = args.probes.split()
     probe_libs = [os.path.basename(p)[:-len(".cpp")] + ".so" for p in probes]
     text = STAGE_MAKEFILE.format(
-        stage=args.stage, flags=args.flags, include=args.include, lib=args.lib,
+        stage=args.stage, flags=args.flags, test_flags=args.test_flags, cpath=args.cpath, lib=args.lib,
         demo=args.demo, tests=args.tests, bench=args.bench,
         program_lists="".join(f"SOURCES_{name} := {srcs}\n" for name, srcs in programs.items()),
         programs="".join(f" {name}" for name in programs),
@@ -140,7 +159,7 @@ def main(argv):
         return diff(argv[2], argv[3] if len(argv) > 3 else "")
     parser = argparse.ArgumentParser(prog="stage.py copy")
     parser.add_argument("command", choices=["copy"])
-    for flag in ("--stage", "--to", "--flags", "--include", "--lib", "--demo", "--tests", "--bench",
+    for flag in ("--stage", "--to", "--flags", "--test-flags", "--cpath", "--lib", "--demo", "--tests", "--bench",
                  "--probes"):
         parser.add_argument(flag, required=True)
     parser.add_argument("--program", action="append", default=[])
