@@ -307,9 +307,11 @@ endif
 # Every test binary runs under a watchdog: tests/main.cpp ends a test that runs
 # longer than FIB_TEST_TIMEOUT seconds and names it; `timeout` is the backstop.
 TEST_TIMEOUT := 1800
-# Each test binary runs as TEST_SHARDS processes at once, a share of the tests each
-# (scripts/run-tests.sh): a stage's run then uses every core. TEST_SHARDS=1 runs it whole.
-TEST_SHARDS ?= $(shell nproc 2>/dev/null || echo 1)
+# TEST_SHARDS=K runs each test binary as K processes at once, a share of the tests each
+# (scripts/run-tests.sh): where one stage's run is all there is to do (CI's TSan run, make
+# test-shuffled), it then uses every core. Left at 1: make test runs stages side by side
+# already, and more processes than cores slowed a sanitized test past its watchdog.
+TEST_SHARDS ?= 1
 
 # SUITES=own (CI's sanitizer run): each stage below the last runs only its own lesson's
 # suites (tests/LNN_*), its second run (TWICE_N) too; the last stage runs every suite. Every
@@ -344,9 +346,10 @@ test_binary = $(OUT)/lesson$(1)/tests$(if $(call own_suites,$(1)),-own)
 # lesson N replaces is what every earlier file sees. Most of those objects come out the same
 # as stage N-1's (no header they read was replaced in between). Three things keep the build
 # from paying for that, each kept because it was measured to pay (the course's 2-core VM;
-# `make test` from a clean tree and an empty cache took 7 minutes with them for 12 stages, 11 for 13):
-# - ccache hands back an object whose preprocessed input it has compiled before: 429 of
-#   make test's 748 compiles. make test installs it when missing (one line says so); the
+# `make test` from a clean tree and an empty cache took 7 minutes with them for 12 stages, 11
+# to 21 for 13, as the VM's speed moved from day to day):
+# - ccache hands back an object whose preprocessed input it has compiled before: 826 of
+#   make test's 1,287 compiles. make test installs it when missing (one line says so); the
 #   build works without it, slower (`make CCACHE= test`).
 # - GoogleTest's header is precompiled once per build kind ($(OUT)/pch/), and every test file
 #   gets it with -include (tests/gtest_pch.hpp): parsing gtest.h was 1.4 s of each test

@@ -6,12 +6,11 @@
 #   run-tests.sh "LINE SO FAR" LOG COMMAND...
 #   e.g. run-tests.sh "TEST  lesson6 " build/lesson6/tests.log timeout 1800 build/lesson6/tests
 #
-# FIB_TEST_SHARDS=K (the Makefile passes the number of cores) runs the binary as K processes
-# at once, each with its share of the tests (GoogleTest's GTEST_TOTAL_SHARDS and
-# GTEST_SHARD_INDEX: test i goes to shard i mod K). Most tests wait on one thread, so a
-# stage's run no longer leaves the other cores idle; a test may not lean on another having
-# run before it in the same process (each shard is its own process). LOG holds every shard's
-# output, one after the other; the line counts the tests of all.
+# FIB_TEST_SHARDS=K (the Makefile's TEST_SHARDS) runs the binary as K processes at once, each
+# with its share of the tests (GoogleTest's GTEST_TOTAL_SHARDS and GTEST_SHARD_INDEX: test i
+# goes to shard i mod K), so that one stage's run alone does not leave the other cores idle.
+# A test may then not lean on another having run before it in the same process. LOG holds
+# every shard's output, one after the other; the line counts the tests of all.
 line=$1
 log=$2
 shift 2
