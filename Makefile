@@ -408,7 +408,7 @@ differ = $(filter-out $(1),$(2))$(filter-out $(2),$(1))
 # The test files (those that use GoogleTest) are compiled without GCC's variable tracking:
 # they keep their line and unwind tables (a failure's backtrace names every line), while gdb
 # shows fewer of an -O2 test's local variables. Each compiles in about 0.6 of the time
-# (tests/L13_server_test.cpp: 13.1 s against 20.9 s), and they are most of a build's work.
+# (tests/L13_server_test.cpp: 13.1 s against 20.9 s, one after the other).
 TEST_CXXFLAGS := -fno-var-tracking
 
 # GoogleTest's header, precompiled with the tests' flags (see "How the build runs"). GCC takes
