@@ -88,13 +88,16 @@ void wait_any_on_nothing_for_ever() {
 }
 
 // A timer's on_expire runs on the Waiter's own fiber; if it sleeps there, nobody is left to
-// ask the kernel anything.
+// ask the kernel anything. The sleep is an hour: a sleep whose deadline has passed when
+// sleep_until looks returns at once, with no timer and so no misuse to report, and 1 ms can
+// pass between sleep_for's now and that look (under qemu-user on a busy machine it did, and
+// the child lived).
 void sleep_on_the_waiters_fiber() {
     fib::FiberManager manager;
     fib::Waiter waiter;
     using namespace std::chrono_literals;
     fib::Timer timer{fib::Clock::now(), manager.begin_wait()};
-    timer.on_expire = [](fib::Timer&) { fib::sleep_for(1ms); };
+    timer.on_expire = [](fib::Timer&) { fib::sleep_for(1h); };
     fib::TimerHeap::of_this_thread().add(timer);
     manager.park(timer.token, fib::WaitSite{"a timer", nullptr, nullptr});
 }
