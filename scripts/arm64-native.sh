@@ -2,8 +2,8 @@
 # arm64-native.sh — what a learner on an arm64 machine gets, tried on x86-64 without one: the
 # course's own make targets run *natively* in a Debian 12 arm64 root, every program of it
 # (make, g++, the tests) emulated by qemu-user through binfmt_misc. ARCH=aarch64 cross-builds
-# and runs only the tests under qemu; this runs the Makefile as an arm64 machine runs it, where
-# `uname -m` says aarch64. Run as root (it mounts, registers binfmt_misc, chroots). Slow, as
+# on x86-64 and runs what it built under qemu; this runs the Makefile as an arm64 machine runs
+# it, where `uname -m` says aarch64. Run as root (it mounts, registers binfmt_misc, chroots). Slow, as
 # every compile is emulated: on the course's 2-core VM, the root made from nothing and stage 1
 # tested took 430 s; `make run`'s stage 13 took 26 minutes.
 #
@@ -18,6 +18,7 @@ root=${ARM64_ROOT:-/srv/arm64}
 tree=$(cd "$(dirname "$0")/.." && pwd)
 [ "$#" -gt 0 ] || set -- test-lesson1 run-lesson1
 [ "$(id -u)" -eq 0 ] || { echo "arm64-native.sh: run it as root (it mounts and chroots)" >&2; exit 2; }
+case "$root" in /?*) ;; *) echo "arm64-native.sh: ARM64_ROOT must be an absolute path other than /" >&2; exit 2 ;; esac
 
 need() {
     command -v "$1" >/dev/null 2>&1 && return 0
@@ -32,7 +33,8 @@ qemu=/var/cache/arm64-native/qemu-aarch64-static
 if [ ! -x "$qemu" ]; then
     echo "arm64-native.sh: fetching qemu-aarch64-static (from Debian package qemu-user-static)" >&2
     work=$(mktemp -d)
-    (cd "$work" && apt-get -q -o APT::Sandbox::User=root download qemu-user-static >/dev/null && dpkg-deb -x qemu-user-static_*.deb x)
+    (cd "$work" && apt-get -q -o APT::Sandbox::User=root download qemu-user-static >/dev/null &&
+        dpkg-deb -x qemu-user-static_*.deb x)
     mkdir -p "$(dirname "$qemu")"
     cp "$work/x/usr/bin/qemu-aarch64-static" "$qemu"
     rm -rf "$work"
@@ -45,7 +47,8 @@ cleanup() {
     [ -e "$binfmt/$entry" ] && echo -1 >"$binfmt/$entry"
     for m in dev sys proc; do umount -l "$root/$m" 2>/dev/null || true; done
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 [ -e "$binfmt/$entry" ] || printf '%s' ":$entry:M::\\x7f\\x45\\x4c\\x46\\x02\\x01\\x01\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x02\\x00\\xb7\\x00:\\xff\\xff\\xff\\xff\\xff\\xff\\xff\\x00\\xff\\xff\\xff\\xff\\xff\\xff\\xff\\xff\\xfe\\xff\\xff\\xff:$qemu:OCF" >"$binfmt/register"
 
 # The root: Debian 12 with what the README asks a learner to install (g++, make, python3),
