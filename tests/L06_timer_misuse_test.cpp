@@ -88,16 +88,17 @@ void wait_any_on_nothing_for_ever() {
 }
 
 // A timer's on_expire runs on the Waiter's own fiber; if it sleeps there, nobody is left to
-// ask the kernel anything. The sleep is an hour: a sleep whose deadline has passed when
-// sleep_until looks returns at once, with no timer and so no misuse to report, and 1 ms can
-// pass between sleep_for's now and that look (under qemu-user on a busy machine it did, and
-// the child lived).
-void sleep_on_the_waiters_fiber() {
+// ask the kernel anything. `sleep` is what the callback calls. Each must stop, the ones with a
+// deadline that has passed too: they return at once and would add no timer, so a check in
+// TimerHeap::add alone let `sleep_for(1ms)` live whenever 1 ms passed before sleep_until
+// looked at the clock (under qemu-user on a busy machine it did).
+// (`Sleep` is a lambda that captures nothing: on_expire, a plain function, makes one of its own.)
+template <class Sleep>
+void sleep_on_the_waiters_fiber(Sleep) {
     fib::FiberManager manager;
     fib::Waiter waiter;
-    using namespace std::chrono_literals;
     fib::Timer timer{fib::Clock::now(), manager.begin_wait()};
-    timer.on_expire = [](fib::Timer&) { fib::sleep_for(1h); };
+    timer.on_expire = [](fib::Timer&) { Sleep{}(); };
     fib::TimerHeap::of_this_thread().add(timer);
     manager.park(timer.token, fib::WaitSite{"a timer", nullptr, nullptr});
 }
@@ -171,10 +172,23 @@ TEST(L06_WaitAnyMisuseDeathTest, WaitAnyOnNothingWithNoTimeoutStopsAtOnce) {
                  "timeout: nothing could ever wake it");
 }
 
+constexpr const char* kSleptOnTheWaiter =
+    "fib: fatal: the Waiter's own fiber set a timer; it would sleep with nobody left to wake it";
+
 TEST(L06_TimerMisuseDeathTest, SleepingOnTheWaitersOwnFiberStops) {
-    EXPECT_DEATH(sleep_on_the_waiters_fiber(),
-                 "fib: fatal: the Waiter's own fiber set a timer; it would sleep with nobody left "
-                 "to wake it");
+    EXPECT_DEATH(sleep_on_the_waiters_fiber([] { fib::sleep_for(1h); }), kSleptOnTheWaiter);
+}
+
+TEST(L06_TimerMisuseDeathTest, SleepingOnTheWaitersOwnFiberStopsWhenTheDeadlineHasPassed) {
+    EXPECT_DEATH(sleep_on_the_waiters_fiber([] { fib::sleep_for(0ms); }), kSleptOnTheWaiter);
+    EXPECT_DEATH(sleep_on_the_waiters_fiber([] { fib::sleep_until(Clock::time_point::min()); }),
+                 kSleptOnTheWaiter);
+}
+
+TEST(L06_TimerMisuseDeathTest, WaitForOnTheWaitersOwnFiberStopsWhateverTheTimeout) {
+    static fib::CondVar never;
+    EXPECT_DEATH(sleep_on_the_waiters_fiber([] { fib::wait_for(never, 1h); }), kSleptOnTheWaiter);
+    EXPECT_DEATH(sleep_on_the_waiters_fiber([] { fib::wait_for(never, 0ms); }), kSleptOnTheWaiter);
 }
 
 // ---- The longest timeout. Clock::duration::max() is the natural "no real limit": a sleep must

@@ -47,15 +47,19 @@ void TimerHeap::sift_down(std::size_t index) {
 
 void TimerHeap::add(Timer& timer) {
     if (timer.index != Timer::kNotSet) fatal("a Timer was added to the heap twice");
-    // A timer's on_expire runs on the Waiter's fiber: a sleep there would leave
-    // nobody to ask the kernel, or to expire the timer.
-    if (timer.token.fiber == waiter_.self_)
-        fatal("the Waiter's own fiber set a timer; it would sleep with nobody left to wake it");
+    refuse_the_waiters_fiber(timer.token.fiber);
     timer.expired = false;
     timer.order = next_order_++;
     heap_.push_back(&timer);
     sift_up(heap_.size() - 1);
     waiter_.start_if_stopped();  // its loop must now block no longer than this deadline
+}
+
+// A timer's on_expire runs on the Waiter's fiber: a sleep there would leave
+// nobody to ask the kernel, or to expire the timer.
+void TimerHeap::refuse_the_waiters_fiber(const FiberRecord* fiber) const {
+    if (fiber == waiter_.self_)
+        fatal("the Waiter's own fiber set a timer; it would sleep with nobody left to wake it");
 }
 
 // The last timer fills the hole, then moves up or down to where it belongs.
@@ -134,6 +138,7 @@ bool sleep_for(Clock::duration timeout) {
 bool sleep_until(Clock::time_point deadline) {
     FiberManager& manager = FiberManager::of_this_thread("sleep_until() was called");
     TimerHeap& timers = TimerHeap::of_this_thread();
+    timers.refuse_the_waiters_fiber(manager.running());
     if (this_fiber::cancelled()) return false;
     if (deadline <= Clock::now()) return true;
     Timer timer{deadline, manager.begin_wait()};
@@ -150,6 +155,7 @@ bool sleep_until(Clock::time_point deadline) {
 WaitResult wait_for(CondVar& condvar, Clock::duration timeout) {
     FiberManager& manager = FiberManager::of_this_thread("wait_for() was called");
     TimerHeap& timers = TimerHeap::of_this_thread();
+    timers.refuse_the_waiters_fiber(manager.running());
     if (this_fiber::cancelled()) return {WaitResult::kCancelled};
     // A timeout that has run out ends the wait before it begins, as a sleep's
     // does: no timer, no place on the CondVar's list, no switch.

@@ -50,6 +50,11 @@ public:
     static TimerHeap& of_this_thread();
 
     void add(Timer& timer);     // waits for timer.deadline
+    // Stops the program if `fiber` is the Waiter's own: a timer's on_expire
+    // runs there, and a sleep there leaves nobody to wake it. add() asks, and
+    // so do sleep_until and wait_for before a deadline that has passed lets
+    // them return at once: the misuse stops whatever the clock says.
+    void refuse_the_waiters_fiber(const FiberRecord* fiber) const;
     void cancel(Timer& timer);  // a timer that has not expired; a no-op if it has
     std::size_t size() const { return heap_.size(); }
 
