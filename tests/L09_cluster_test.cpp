@@ -284,6 +284,26 @@ TEST(L09_Cluster, StopCancelsEveryMainAndPostedFiberAndThenRefusesPosts) {
     EXPECT_FALSE(cluster.try_post(0, [] {}));
 }
 
+// Only a stopping thread's dispatcher is told when its last posted fiber ends (shard.cpp): here
+// the mains have returned before the stop, and the posted fiber, cancelled, still takes a few
+// turns before it ends, after the dispatcher has looked and found it running. Without that
+// nudge the dispatcher sleeps on and join() waits for ever (the watchdog names the test).
+TEST(L09_Cluster, AStopEndsAThreadWhoseLastPostedFiberEndsAfterTheDispatcherLooked) {
+    fib::Cluster cluster({.threads = 2});
+    std::latch started(1);
+    std::atomic<bool> cancelled{false};
+    cluster.start([](std::size_t) {});
+    ASSERT_TRUE(cluster.try_post(1, [&] {
+        started.count_down();
+        cancelled = !fib::sleep_for(1h);
+        for (int turn = 0; turn < 10; ++turn) fib::this_fiber::yield();
+    }));
+    started.wait();
+    cluster.stop();
+    cluster.join();
+    EXPECT_TRUE(cancelled.load());
+}
+
 TEST(L09_Cluster, AMainThatThrowsStopsTheClusterAndJoinRethrows) {
     fib::Cluster cluster({.threads = 2});
     cluster.start([](std::size_t index) {

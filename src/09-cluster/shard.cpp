@@ -192,7 +192,9 @@ void Shard::run_posted(std::unique_ptr<detail::Posted> call) {
         ~Leave() {
             shard.running_.remove(&self);
             shard.slots_.give_back();
-            if (shard.running_.empty()) shard.inbox_.nudge();
+            // Only a stopping thread's dispatcher waits for the last to end;
+            // a nudge at every end would cost it a turn and a read each time.
+            if (shard.stopping_ && shard.running_.empty()) shard.inbox_.nudge();
         }
     } leave{*this, self};
     call->run();
