@@ -8,6 +8,10 @@
 //   mailbox_roundtrip    the same through two Mailboxes of one value: no fiber made per message
 //   queue_roundtrip      two plain threads, each blocked on its own mutex + condvar queue;
 //                        timed turn about with post_roundtrip
+//   eventfd_roundtrip    two plain threads, each asleep in epoll_wait on its own eventfd,
+//                        writing the other's: the wake-up a post is built on, alone (a
+//                        write, an epoll_wait and a read each way); timed turn about with a
+//                        second queue_roundtrip
 //   post_throughput      callables posted from thread 0 to thread 1 (each adds 1 to a count
 //                        there), as fast as they go, bounded by the post capacity: per second
 //   mailbox_throughput   values sent from thread 0 to a fiber on thread 1, box of 1,024
@@ -16,11 +20,18 @@
 //   cluster_idle_cpu     CPU time of the whole process over 200 ms with two idle cluster
 //                        threads: each asleep in epoll_wait
 
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <latch>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -105,6 +116,72 @@ std::pair<Summary, Summary> post_and_queue_round_trips(long operations) {
     const auto both = ns_per_op_turn_about(operations, posts, queues);
     to_partner.push(-1);
     partner.join();
+    return both;
+}
+
+// One thread's way to be woken as a cluster thread is, without the cluster: an eventfd it
+// sleeps on in epoll_wait, then reads.
+class EventfdWake {
+public:
+    EventfdWake() : eventfd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)), epoll_(::epoll_create1(EPOLL_CLOEXEC)) {
+        epoll_event event{};
+        event.events = EPOLLIN;
+        if (eventfd_ < 0 || epoll_ < 0 || ::epoll_ctl(epoll_, EPOLL_CTL_ADD, eventfd_, &event) < 0)
+            throw std::runtime_error("eventfd_roundtrip: no eventfd or epoll");
+    }
+    ~EventfdWake() {
+        ::close(epoll_);
+        ::close(eventfd_);
+    }
+    void wake() {
+        const std::uint64_t one = 1;
+        if (::write(eventfd_, &one, sizeof one) != sizeof one) throw std::runtime_error("eventfd write");
+    }
+    void sleep() {
+        epoll_event event;
+        while (::epoll_wait(epoll_, &event, 1, -1) != 1) {
+        }
+        std::uint64_t count;
+        if (::read(eventfd_, &count, sizeof count) != sizeof count) throw std::runtime_error("eventfd read");
+    }
+
+private:
+    int eventfd_, epoll_;
+};
+
+// eventfd_roundtrip and queue_roundtrip, timed turn about.
+std::pair<Summary, Summary> eventfd_and_queue_round_trips(long operations) {
+    EventfdWake to_partner, from_partner;
+    std::atomic<bool> done{false};
+    std::thread eventfd_partner([&] {
+        for (;;) {
+            to_partner.sleep();
+            if (done.load()) return;
+            from_partner.wake();
+        }
+    });
+    BlockingQueue<long> to_queue(1), from_queue(1);
+    std::thread queue_partner([&] {
+        for (long value; (value = to_queue.pop()) >= 0;) from_queue.push(value);
+    });
+    auto eventfds = [&](long count) {
+        for (long i = 0; i < count; ++i) {
+            to_partner.wake();
+            from_partner.sleep();
+        }
+    };
+    auto queues = [&](long count) {
+        for (long i = 0; i < count; ++i) {
+            to_queue.push(i);
+            from_queue.pop();
+        }
+    };
+    const auto both = ns_per_op_turn_about(operations, eventfds, queues);
+    done.store(true);
+    to_partner.wake();
+    eventfd_partner.join();
+    to_queue.push(-1);
+    queue_partner.join();
     return both;
 }
 
@@ -200,6 +277,10 @@ void cluster_costs(std::vector<Figure>& figures) {
     queue_rt.compared = "two plain threads, mutex + condvar queues";
     Figure post_rt{"post_roundtrip", posts};
     compare(post_rt, "queue_roundtrip (turn about)", "thread_queue_ratio", posts.median / queues.median);
+    const auto [eventfds, queues_again] = eventfd_and_queue_round_trips(100'000);
+    Figure eventfd_rt{"eventfd_roundtrip", eventfds};
+    compare(eventfd_rt, "a second queue_roundtrip (turn about)", "thread_queue_ratio",
+            eventfds.median / queues_again.median);
     Figure mailbox_rt{"mailbox_roundtrip", mailbox_roundtrip(100'000)};
     compare(mailbox_rt, "queue_roundtrip", "thread_queue_ratio", mailbox_rt.value.median / queue_rt.value.median);
 
@@ -216,7 +297,7 @@ void cluster_costs(std::vector<Figure>& figures) {
     Figure idle{"cluster_idle_cpu", idle_cpu(), "us"};
     idle.compared = "CPU time over 200 ms, two idle cluster threads";
     idle.repetitions = 5;
-    for (const Figure& figure : {queue_rt, post_rt, mailbox_rt, queue_tp, post_tp, mailbox_tp, idle})
+    for (const Figure& figure : {queue_rt, post_rt, eventfd_rt, mailbox_rt, queue_tp, post_tp, mailbox_tp, idle})
         figures.push_back(figure);
 }
 
