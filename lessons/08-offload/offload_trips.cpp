@@ -6,8 +6,8 @@
 // A fiber offloads an empty callable to a pool of one worker and waits for its
 // result, N times over, and prints the time per round trip. Under strace -f -c
 // (which slows every system call, so read its counts, not the time) the table
-// divided by N is what one round trip asks of the kernel: APPENDIX.md compares
-// it with two threads handing a token back and forth.
+// divided by N is what one round trip asks of the kernel: README.md's Measured
+// section compares it with two threads handing a token back and forth.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>

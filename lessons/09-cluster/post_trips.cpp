@@ -7,7 +7,8 @@
 // which posts one back that sets the fiber's Event, N times over, and prints
 // the time per round trip. Under strace -f -c (which slows every system call,
 // so read its counts, not the time) the table divided by N is what one round
-// trip asks of the kernel: APPENDIX.md says where each call comes from.
+// trip asks of the kernel: README.md's Measured section says where each call
+// comes from.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
