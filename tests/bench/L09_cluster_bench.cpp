@@ -72,6 +72,29 @@ private:
     std::deque<T> values_;
 };
 
+// queue_roundtrip's two plain threads: a partner that sends back each value it receives, and
+// a timed run of `count` round trips to it. Timed turn about with each row it is compared to.
+class QueuePartner {
+public:
+    QueuePartner() : partner_([this] {
+        for (long value; (value = to_.pop()) >= 0;) from_.push(value);
+    }) {}
+    ~QueuePartner() {
+        to_.push(-1);
+        partner_.join();
+    }
+    void round_trips(long count) {
+        for (long i = 0; i < count; ++i) {
+            to_.push(i);
+            from_.pop();
+        }
+    }
+
+private:
+    BlockingQueue<long> to_{1}, from_{1};
+    std::thread partner_;  // last: it starts once the queues exist
+};
+
 // A timed run that does `work(count)` on thread 0 of a two-thread cluster, from the bench's
 // thread.
 template <typename Work>
@@ -96,10 +119,7 @@ Summary on_thread_0(fib::Cluster& cluster, long operations, Work work) {
 std::pair<Summary, Summary> post_and_queue_round_trips(long operations) {
     fib::Cluster cluster({.threads = 2});
     cluster.start([](std::size_t) {});
-    BlockingQueue<long> to_partner(1), from_partner(1);
-    std::thread partner([&] {
-        for (long value; (value = to_partner.pop()) >= 0;) from_partner.push(value);
-    });
+    QueuePartner queue;
     auto posts = run_on_thread_0(cluster, [&cluster](long count) {
         fib::Event back;  // thread 0's: the callable posted back sets it without a system call
         for (long i = 0; i < count; ++i) {
@@ -107,16 +127,7 @@ std::pair<Summary, Summary> post_and_queue_round_trips(long operations) {
             back.wait();
         }
     });
-    auto queues = [&](long count) {
-        for (long i = 0; i < count; ++i) {
-            to_partner.push(i);
-            from_partner.pop();
-        }
-    };
-    const auto both = ns_per_op_turn_about(operations, posts, queues);
-    to_partner.push(-1);
-    partner.join();
-    return both;
+    return ns_per_op_turn_about(operations, posts, [&](long count) { queue.round_trips(count); });
 }
 
 // One thread's way to be woken as a cluster thread is, without the cluster: an eventfd it
@@ -160,28 +171,18 @@ std::pair<Summary, Summary> eventfd_and_queue_round_trips(long operations) {
             from_partner.wake();
         }
     });
-    BlockingQueue<long> to_queue(1), from_queue(1);
-    std::thread queue_partner([&] {
-        for (long value; (value = to_queue.pop()) >= 0;) from_queue.push(value);
-    });
+    QueuePartner queue;
     auto eventfds = [&](long count) {
         for (long i = 0; i < count; ++i) {
             to_partner.wake();
             from_partner.sleep();
         }
     };
-    auto queues = [&](long count) {
-        for (long i = 0; i < count; ++i) {
-            to_queue.push(i);
-            from_queue.pop();
-        }
-    };
-    const auto both = ns_per_op_turn_about(operations, eventfds, queues);
+    const auto both =
+        ns_per_op_turn_about(operations, eventfds, [&](long count) { queue.round_trips(count); });
     done.store(true);
     to_partner.wake();
     eventfd_partner.join();
-    to_queue.push(-1);
-    queue_partner.join();
     return both;
 }
 
